@@ -1,0 +1,3 @@
+module github.com/karmanmq/karman/bench
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/karmanmq/karman/cluster
+
+go 1.26

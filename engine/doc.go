@@ -1,0 +1,2 @@
+// Package engine is the broker core of Karman.
+package engine

@@ -1,0 +1,3 @@
+module github.com/karmanmq/karman/filter
+
+go 1.26

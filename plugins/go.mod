@@ -1,0 +1,3 @@
+module github.com/karmanmq/karman/plugins
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/karmanmq/karman/protocol/grpc
+
+go 1.26

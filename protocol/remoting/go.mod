@@ -1,0 +1,3 @@
+module github.com/karmanmq/karman/protocol/remoting
+
+go 1.26
