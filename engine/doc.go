@@ -1,2 +1,23 @@
-// Package engine is the broker core of Karman.
+// Package engine is the broker core of Karman: the store and the messaging
+// semantics every front-end (RocketMQ remoting, gRPC, MQTT) and every
+// embedding program share. It opens no sockets.
+//
+// An Engine keeps one data directory:
+//
+//	commitlog/  every message of every topic, appended in arrival order (package commitlog)
+//	index/      consume queues, light queues and the key index, derived from the log (packages queue, index)
+//	meta/       topics, consumer groups and consumer offsets (package meta)
+//
+// A send validates the message, encodes it as a RocketMQ stored record and
+// appends it to the commit log, which assigns its queue offset and
+// commit-log offset under one lock. A dispatcher goroutine follows the log
+// and indexes each record into its queue (and any light queues it names)
+// and into the key index; a pull reads the queue index and then the records
+// from the log, verifying each record's checksum. After a crash, Open
+// truncates a torn tail of the log and replays the log past the index's
+// checkpoint, so every acknowledged message becomes pullable again.
+//
+// Concurrency: every exported method of Engine is safe for concurrent use.
+// Lock order: commit-log append lock → (nothing); a queue's waiter mutex and
+// the dispatcher's mutex are leaves. Send never waits for the dispatcher.
 package engine

@@ -39,3 +39,7 @@ require (
 	golang.org/x/text v0.14.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
 )
+
+require github.com/karmanmq/karman/filter v0.0.0-00010101000000-000000000000
+
+replace github.com/karmanmq/karman/filter => ../filter

@@ -1,5 +1,6 @@
-// Package filter will hold Karman's message filters: RocketMQ tag
-// expressions ("*", "A || B") and SQL92 property expressions, parsed here and
-// compiled to github.com/expr-lang/expr programs. It takes message properties
-// through a small interface and never imports the engine.
+// Package filter holds Karman's message filters: RocketMQ tag expressions
+// ("*", "A || B") today, SQL92 property expressions next. It never imports
+// the engine; the engine adapts these filters to its pull and pop paths.
+//
+// Parsed filters are immutable and safe for concurrent use.
 package filter

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/karmanmq/karman/engine/message"
+)
+
+func benchEngine(b *testing.B, o *Options) *Engine {
+	b.Helper()
+	if o.SegmentSize == 0 {
+		o.SegmentSize = 256 << 20
+	}
+	e := openTest(b, b.TempDir(), o)
+	b.Cleanup(func() { e.Close() })
+	mustTopic(b, e, "B", 8)
+	return e
+}
+
+// BenchmarkSend measures the append path of one 1 KiB message per call. Its
+// allocs/op is the figure the design bounds (at most one heap object per
+// message: the generated message id).
+func BenchmarkSend(b *testing.B) {
+	e := benchEngine(b, &Options{})
+	m := &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
+	m.SetTags("bench")
+	ctx := context.Background()
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Send(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSendBatch32(b *testing.B) {
+	e := benchEngine(b, &Options{})
+	batch := make([]*message.Message, 32)
+	for i := range batch {
+		batch[i] = &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
+	}
+	ctx := context.Background()
+	b.SetBytes(32 * 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.SendBatch(ctx, batch, AnyQueue); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSendSyncParallel(b *testing.B) {
+	e := benchEngine(b, &Options{Flush: FlushSync})
+	ctx := context.Background()
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	b.SetParallelism(32) // 64 senders on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		m := &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
+		for pb.Next() {
+			if _, err := e.Send(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkPull32 reads 1 KiB messages from the page cache, 32 per pull.
+func BenchmarkPull32(b *testing.B) {
+	e := benchEngine(b, &Options{})
+	ctx := context.Background()
+	batch := make([]*message.Message, 32)
+	for i := range batch {
+		batch[i] = &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
+	}
+	const perQueue = 32 * 1024
+	for range perQueue / 32 {
+		if _, err := e.SendBatch(ctx, batch, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(32 * 1024)
+	b.ReportAllocs()
+	var off int64
+	for b.Loop() {
+		res, err := e.Pull(ctx, "B", 0, off, 32, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Records) != 32 {
+			b.Fatalf("pulled %d", len(res.Records))
+		}
+		off = res.NextOffset
+		if off == perQueue {
+			off = 0
+		}
+	}
+}

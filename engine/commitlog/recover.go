@@ -1,0 +1,137 @@
+package commitlog
+
+import (
+	"fmt"
+	"os"
+)
+
+// recovery finds the end of the log at Open; see "Recovery" in the package
+// documentation.
+type recovery struct {
+	l     *Log
+	segs  []*segment // all segments, contiguous, oldest first
+	files []*os.File // their open files, to find holes
+	end   int64      // result: the recovered end offset
+}
+
+// run recovers the log and returns the offset it started verifying from.
+func (r *recovery) run() (from int64, err error) {
+	l := r.l
+	if len(r.segs) == 0 {
+		return 0, nil
+	}
+	first := r.segs[0].base
+	last := r.segs[len(r.segs)-1].base + l.segSize
+	ck, ok, why := l.ck.read(l.segSize)
+	switch {
+	case !ok:
+	case ck < first:
+		ok, why = false, fmt.Sprintf("checkpoint %d is before the first segment", ck)
+	case ck > last:
+		ok, why = false, fmt.Sprintf("checkpoint %d is past the last segment", ck)
+	}
+	from = first
+	if ok {
+		from = ck
+	} else {
+		l.logger.Warn("commitlog: checkpoint not usable; scanning from the first segment",
+			"reason", why, "from", first)
+	}
+
+	size := int(l.segSize)
+	i := int((from - first) / l.segSize)
+	pos := int(from - first - int64(i)*l.segSize)
+	for {
+		if i == len(r.segs) {
+			// The last segment is full (or ends with a marker).
+			r.end = last
+			return from, nil
+		}
+		seg := r.segs[i]
+		f := decodeFrame(seg.data, pos, seg.base+int64(pos), size)
+		switch f.kind {
+		case frameRecord:
+			pos += f.size
+			continue
+		case frameMarker, frameTail:
+			i, pos = i+1, 0
+			continue
+		}
+		j, q, nonZeroEnd := r.findLater(i, pos)
+		if j >= 0 {
+			l.noteCorruption(Corruption{Start: seg.base + int64(pos), End: r.segs[j].base + int64(q), Reason: f.reason})
+			i, pos = j, q
+			continue
+		}
+		r.end = seg.base + int64(pos)
+		return from, r.truncate(i, pos, nonZeroEnd, f.reason)
+	}
+}
+
+// findLater returns the first valid frame after the invalid one at (i, pos):
+// segment j, position q; j is -1 if there is none. It also returns the end
+// of the last non-zero word in segment i from pos, or -1 if there is none.
+func (r *recovery) findLater(i, pos int) (j, q, nonZeroEnd int) {
+	q, nonZeroEnd = r.search(i, pos)
+	if q >= 0 {
+		return i, q, nonZeroEnd
+	}
+	for j = i + 1; j < len(r.segs); j++ {
+		if q, _ = r.search(j, 0); q >= 0 {
+			return j, q, nonZeroEnd
+		}
+	}
+	return -1, -1, nonZeroEnd
+}
+
+// search looks for a valid frame in segment i from position from, skipping
+// the holes of its file.
+func (r *recovery) search(i, from int) (q, nonZeroEnd int) {
+	seg, size := r.segs[i], int(r.l.segSize)
+	q, nonZeroEnd = -1, -1
+	dataRanges(r.files[i], int64(from), int64(size), func(a, b int64) bool {
+		p, z := findFrame(seg.data, seg.base, max(int(a), from), int(b), size)
+		nonZeroEnd = max(nonZeroEnd, z)
+		if p >= 0 {
+			q = p
+			return false
+		}
+		return true
+	})
+	return q, nonZeroEnd
+}
+
+// truncate ends the log at (i, pos): deletes the later segments, newest
+// first, then zeroes the non-zero bytes of segment i from pos and syncs
+// them, so that nothing after the end can be read as a record again.
+func (r *recovery) truncate(i, pos, nonZeroEnd int, reason string) error {
+	l := r.l
+	removed := 0
+	for k := len(r.segs) - 1; k > i; k-- {
+		s := r.segs[k]
+		if err := os.Remove(s.path); err != nil {
+			return fmt.Errorf("commitlog: open: remove segment after the end: %w", err)
+		}
+		segs := r.segs[:k:k]
+		l.segs.Store(&segs)
+		r.segs = segs
+		l.diskBytes.Add(-l.segSize)
+		s.release()
+		removed++
+	}
+	if removed > 0 {
+		if err := syncDir(l.dir); err != nil {
+			return fmt.Errorf("commitlog: open: %w", err)
+		}
+		l.logger.Warn("commitlog: removed segments after the end of the log", "segments", removed, "end", r.end)
+	}
+	if nonZeroEnd > pos {
+		seg := r.segs[i]
+		clear(seg.data[pos:nonZeroEnd])
+		if err := l.msync(seg.data[pos&^(pageSize-1) : nonZeroEnd]); err != nil {
+			return fmt.Errorf("commitlog: open: sync truncated tail: %w", err)
+		}
+		l.logger.Warn("commitlog: truncated torn tail", "offset", r.end, "bytes", nonZeroEnd-pos, "reason", reason)
+	}
+	return nil
+}

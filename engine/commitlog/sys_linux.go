@@ -1,0 +1,55 @@
+package commitlog
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// allocate gives f its full size with its blocks reserved, so that writing
+// through the mapping cannot fail for lack of space. File systems that
+// cannot reserve get a sparse file.
+func allocate(f *os.File, size int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
+		return f.Truncate(size)
+	}
+	return err
+}
+
+// dataRanges calls fn for each region of [from, to) of f that may hold
+// non-zero bytes, in order, until fn returns false. Holes read as zeros and
+// are skipped; where the file system cannot tell, the whole range is passed.
+func dataRanges(f *os.File, from, to int64, fn func(a, b int64) bool) {
+	fd := int(f.Fd())
+	for off := from; off < to; {
+		d, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			return // only a hole from off to the end of the file
+		}
+		if err != nil {
+			fn(off, to)
+			return
+		}
+		if d >= to {
+			return
+		}
+		h, err := unix.Seek(fd, d, unix.SEEK_HOLE)
+		if err != nil || h > to {
+			h = to
+		}
+		if !fn(d, h) {
+			return
+		}
+		off = h
+	}
+}
+
+// datasync makes f's data durable.
+func datasync(f *os.File) error {
+	return unix.Fdatasync(int(f.Fd()))
+}

@@ -1,0 +1,22 @@
+//go:build unix && !linux
+
+package commitlog
+
+import "os"
+
+// allocate gives f its full size.
+func allocate(f *os.File, size int64) error {
+	return f.Truncate(size)
+}
+
+// dataRanges calls fn for [from, to): this platform cannot tell where holes are.
+func dataRanges(f *os.File, from, to int64, fn func(a, b int64) bool) {
+	if from < to {
+		fn(from, to)
+	}
+}
+
+// datasync makes f's data durable.
+func datasync(f *os.File) error {
+	return f.Sync()
+}

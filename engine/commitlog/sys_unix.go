@@ -1,0 +1,51 @@
+//go:build unix
+
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+const lockName = "LOCK"
+
+// lockDir takes an exclusive advisory lock on dir, held until the returned
+// file is closed (or the process dies).
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("commitlog: lock %s: %w", dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("commitlog: %s is in use by another process", dir)
+		}
+		return nil, fmt.Errorf("commitlog: lock %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// diskUsage returns the used and total bytes of the file system holding
+// dir, as df counts them: total excludes blocks reserved for root.
+func diskUsage(dir string) (used, total uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	bs := uint64(st.Bsize)
+	used = (uint64(st.Blocks) - uint64(st.Bfree)) * bs
+	total = used + uint64(st.Bavail)*bs
+	return used, total, nil
+}
+
+var pageSize = os.Getpagesize()
+
+// msync makes b, a page-aligned part of a mapping, durable.
+func msync(b []byte) error {
+	return unix.Msync(b, unix.MS_SYNC)
+}

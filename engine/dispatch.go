@@ -1,0 +1,328 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/karmanmq/karman/engine/commitlog"
+	"github.com/karmanmq/karman/engine/index"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/queue"
+)
+
+// checkpointKey holds, in the index database, the commit-log offset up to
+// which every record has been dispatched. It is written in the same batch
+// as the entries it covers, so the index is always a consistent prefix of
+// the log.
+var checkpointKey = []byte{'c'}
+
+// dispatchBatch bounds how many records go into one index batch.
+const dispatchBatch = 4096
+
+// dispatcher follows the commit log and builds the consume queues, light
+// queues and key index from it, like RocketMQ's reput service. One
+// goroutine runs it; waitFor may be called from any goroutine.
+type dispatcher struct {
+	e    *Engine
+	wake chan struct{}
+
+	pos atomic.Int64 // every record below is indexed
+
+	mu     sync.Mutex
+	moved  chan struct{} // closed when pos advances; nil while nobody waits
+	failed error         // set when dispatching stopped on an error
+
+	// Used only by the dispatching goroutine.
+	batch   *pebble.Batch
+	qw      queue.Writer
+	iw      index.Writer
+	touched map[*queueState]int64 // queue → new end, published after commit
+	topics  map[string]*topicState
+	gen     int64
+}
+
+func newDispatcher(e *Engine) *dispatcher {
+	return &dispatcher{
+		e:       e,
+		wake:    make(chan struct{}, 1),
+		touched: map[*queueState]int64{},
+		topics:  map[string]*topicState{},
+	}
+}
+
+// notify tells the dispatcher the log has grown.
+func (d *dispatcher) notify() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// recover brings the index up to date with the log before the engine
+// serves anything.
+func (d *dispatcher) recover() error {
+	log := d.e.log
+	from := log.MinOffset()
+	v, closer, err := d.e.idx.Get(checkpointKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("engine: read index checkpoint: %w", err)
+	default:
+		cp := int64(binary.BigEndian.Uint64(v))
+		closer.Close()
+		switch {
+		case cp > log.EndOffset():
+			// The index knows records the log lost (the machine crashed
+			// before the log was flushed): rebuild it from scratch.
+			d.e.opts.Logger.Warn("index is ahead of the commit log; rebuilding it", "index", cp, "log_end", log.EndOffset())
+			if err := d.wipe(); err != nil {
+				return err
+			}
+		case cp > from:
+			from = cp
+		}
+	}
+	d.pos.Store(from)
+	if err := d.dispatch(); err != nil {
+		return err
+	}
+	d.e.opts.Logger.Info("engine recovered", "log_min", log.MinOffset(), "log_end", log.EndOffset(), "replayed_from", from)
+	return nil
+}
+
+// wipe deletes every derived index entry.
+func (d *dispatcher) wipe() error {
+	for _, p := range []byte{queue.Prefix, index.PrefixKey, index.PrefixID, checkpointKey[0]} {
+		if err := d.e.idx.DeleteRange([]byte{p}, []byte{p + 1}, pebble.NoSync); err != nil {
+			return fmt.Errorf("engine: wipe index: %w", err)
+		}
+	}
+	return nil
+}
+
+func (d *dispatcher) run() {
+	defer d.e.wg.Done()
+	for {
+		select {
+		case <-d.e.closing:
+			if err := d.dispatch(); err != nil {
+				d.e.opts.Logger.Error("final dispatch failed", "err", err)
+			}
+			return
+		case <-d.wake:
+		}
+		if err := d.dispatch(); err != nil {
+			d.e.opts.Logger.Error("dispatch failed; pulls will not see new messages", "err", err)
+			d.fail(err)
+			return
+		}
+	}
+}
+
+// dispatch indexes everything between pos and the end of the log.
+func (d *dispatcher) dispatch() error {
+	for {
+		end := d.e.log.EndOffset()
+		from := d.pos.Load()
+		if from >= end {
+			return nil
+		}
+		if g := d.e.topicsGen.Load(); g != d.gen {
+			clear(d.topics)
+			d.gen = g
+		}
+		d.batch = d.e.idx.NewBatch()
+		n := 0
+		next, err := d.e.log.Scan(from, func(off, _ int64, payload []byte) error {
+			if n == dispatchBatch {
+				return errBatchFull
+			}
+			n++
+			return d.index(off, payload)
+		})
+		if errors.Is(err, commitlog.ErrOffsetGone) && n == 0 {
+			// Retention deleted records before they were indexed: they are
+			// gone, continue with what is left.
+			d.batch.Close()
+			d.pos.Store(max(from, d.e.log.MinOffset()))
+			continue
+		}
+		if err != nil && !errors.Is(err, errBatchFull) {
+			d.batch.Close()
+			return fmt.Errorf("engine: dispatch from %d: %w", from, err)
+		}
+		if err := d.commit(next); err != nil {
+			return err
+		}
+	}
+}
+
+var errBatchFull = errors.New("engine: dispatch batch full")
+
+func (d *dispatcher) commit(next int64) error {
+	var cp [8]byte
+	binary.BigEndian.PutUint64(cp[:], uint64(next))
+	if err := d.batch.Set(checkpointKey, cp[:], nil); err != nil {
+		return err
+	}
+	err := d.batch.Commit(pebble.NoSync)
+	d.batch.Close()
+	d.batch = nil
+	if err != nil {
+		return fmt.Errorf("engine: commit index batch: %w", err)
+	}
+	for q, end := range d.touched {
+		q.advance(end)
+	}
+	clear(d.touched)
+	d.pos.Store(next)
+	d.mu.Lock()
+	if d.moved != nil {
+		close(d.moved)
+		d.moved = nil
+	}
+	d.mu.Unlock()
+	return nil
+}
+
+// index adds the entries of one record.
+func (d *dispatcher) index(off int64, payload []byte) error {
+	h, err := message.PeekStored(payload)
+	if err != nil {
+		// The log checked the record's checksum, so this is a record the
+		// engine did not write: skip it rather than stop indexing.
+		d.e.opts.Logger.Error("skipping undecodable record", "offset", off, "err", err)
+		d.e.corrupt.Add(1)
+		return nil
+	}
+	entry := queue.Entry{
+		Offset:          h.QueueOffset,
+		CommitLogOffset: off,
+		Size:            int32(len(payload)),
+		StoreTimestamp:  h.StoreTimestamp,
+	}
+	entry.TagHash = h.TagHash()
+	if err := d.qw.Add(d.batch, h.Topic, h.QueueID, entry); err != nil {
+		return err
+	}
+	if q := d.queueOf(h.Topic, h.QueueID); q != nil {
+		d.touched[q] = h.QueueOffset + 1
+	}
+	if err := d.indexKeys(off, &h); err != nil {
+		return err
+	}
+	if lmqs, ok := message.LookupProperty(h.Properties, message.PropertyInnerMultiDispatch); ok && len(lmqs) > 0 {
+		return d.indexLightQueues(lmqs, entry)
+	}
+	return nil
+}
+
+func (d *dispatcher) indexKeys(off int64, h *message.Header) error {
+	if id, ok := message.LookupProperty(h.Properties, message.PropertyUniqKey); ok {
+		if err := d.iw.AddID(d.batch, id, off); err != nil {
+			return err
+		}
+	}
+	keys, _ := message.LookupProperty(h.Properties, message.PropertyKeys)
+	for len(keys) > 0 {
+		var key []byte
+		key, keys, _ = bytes.Cut(keys, []byte{' '})
+		if err := d.iw.AddKey(d.batch, h.Topic, key, h.StoreTimestamp, off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexLightQueues appends the record to each light queue it names; light
+// queue offsets are assigned here, in log order.
+func (d *dispatcher) indexLightQueues(names []byte, entry queue.Entry) error {
+	for len(names) > 0 {
+		var name []byte
+		name, names, _ = bytes.Cut(names, []byte{','})
+		if len(name) == 0 {
+			continue
+		}
+		q, err := d.e.lightQueue(string(name))
+		if err != nil {
+			return err
+		}
+		entry.Offset = q.next
+		q.next++
+		if err := d.qw.Add(d.batch, name, 0, entry); err != nil {
+			return err
+		}
+		d.touched[q] = q.next
+	}
+	return nil
+}
+
+// queueOf returns the loaded state of (topic, id), or nil when the topic is
+// not loaded (its state will read the index when it is).
+func (d *dispatcher) queueOf(topic []byte, id int32) *queueState {
+	t, ok := d.topics[string(topic)]
+	if !ok {
+		v, found := d.e.topics.Load(string(topic))
+		if !found {
+			return nil
+		}
+		t = v.(*topicState)
+		d.topics[string(topic)] = t
+	}
+	qs := *t.queues.Load()
+	if id < 0 || int(id) >= len(qs) {
+		return nil
+	}
+	return qs[id]
+}
+
+func (d *dispatcher) fail(err error) {
+	d.mu.Lock()
+	d.failed = err
+	if d.moved != nil {
+		close(d.moved)
+		d.moved = nil
+	}
+	d.mu.Unlock()
+}
+
+// waitFor returns once every record below off is indexed.
+func (d *dispatcher) waitFor(ctx context.Context, off int64) error {
+	for {
+		if d.pos.Load() >= off {
+			return nil
+		}
+		d.mu.Lock()
+		if d.failed != nil {
+			d.mu.Unlock()
+			return d.failed
+		}
+		if d.pos.Load() >= off {
+			d.mu.Unlock()
+			return nil
+		}
+		if d.moved == nil {
+			d.moved = make(chan struct{})
+		}
+		ch := d.moved
+		d.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-d.e.closing:
+			if d.pos.Load() >= off {
+				return nil
+			}
+			return ErrClosed
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/karmanmq/karman/engine/commitlog"
+	"github.com/karmanmq/karman/engine/index"
+	"github.com/karmanmq/karman/engine/internal/kv"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/engine/queue"
+)
+
+// Engine is an open broker store: topics, queues, messages, groups and
+// offsets in one data directory. It is safe for concurrent use.
+type Engine struct {
+	opts Options
+	dir  string
+
+	log    *commitlog.Log
+	idx    *pebble.DB // consume queues and key index; derived from the log
+	queues *queue.Store
+	keys   *index.Index
+	meta   *meta.Store
+	ids    *message.Generator
+
+	topics    sync.Map     // topic name → *topicState
+	topicsGen atomic.Int64 // bumped when a topic state is dropped
+	lmqs   sync.Map // light queue name → *queueState
+
+	disp *dispatcher
+
+	bufs sync.Pool // *sendState
+
+	closed  atomic.Bool
+	closing chan struct{}
+	wg      sync.WaitGroup
+
+	corrupt atomic.Int64 // records skipped because they failed their checksum
+}
+
+// Open opens the engine stored in dir, creating it if needed. It recovers
+// the commit log (truncating a torn tail) and brings every index up to date
+// with the log before it returns.
+func Open(dir string, opts *Options) (*Engine, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: create data dir: %w", err)
+	}
+	e := &Engine{opts: o, dir: dir, closing: make(chan struct{})}
+	e.ids = message.NewGenerator(o.StoreHost.Addr())
+	e.bufs.New = func() any { return new(sendState) }
+	if err := e.open(); err != nil {
+		e.closeStores()
+		return nil, err
+	}
+	e.wg.Add(2)
+	go e.disp.run()
+	go e.retentionLoop()
+	return e, nil
+}
+
+func (e *Engine) open() error {
+	var err error
+	if e.meta, err = meta.Open(filepath.Join(e.dir, "meta"), e.opts.Logger); err != nil {
+		return err
+	}
+	e.idx, err = pebble.Open(filepath.Join(e.dir, "index"), &pebble.Options{
+		DisableWAL:   true,
+		Logger:       kv.Logger{L: e.opts.Logger},
+		MemTableSize: 64 << 20,
+	})
+	if err != nil {
+		return fmt.Errorf("engine: open index: %w", err)
+	}
+	e.queues = queue.New(e.idx)
+	e.keys = index.New(e.idx)
+	mode := commitlog.FlushAsync
+	if e.opts.Flush == FlushSync {
+		mode = commitlog.FlushSync
+	}
+	e.log, err = commitlog.Open(filepath.Join(e.dir, "commitlog"), &commitlog.Options{
+		SegmentSize:   e.opts.SegmentSize,
+		Flush:         mode,
+		FlushInterval: e.opts.FlushInterval,
+		Logger:        e.opts.Logger,
+		OnCorruption:  func(commitlog.Corruption) { e.corrupt.Add(1) },
+	})
+	if err != nil {
+		return fmt.Errorf("engine: open commit log: %w", err)
+	}
+	e.disp = newDispatcher(e)
+	return e.disp.recover()
+}
+
+// Close flushes and closes the engine. Calls in progress may fail with
+// ErrClosed.
+func (e *Engine) Close() error {
+	if !e.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	close(e.closing)
+	e.wg.Wait()
+	return e.closeStores()
+}
+
+func (e *Engine) closeStores() error {
+	var errs []error
+	if e.log != nil {
+		errs = append(errs, e.log.Close())
+	}
+	if e.idx != nil {
+		errs = append(errs, e.idx.Flush(), e.idx.Close())
+	}
+	if e.meta != nil {
+		errs = append(errs, e.meta.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) retentionLoop() {
+	defer e.wg.Done()
+	t := time.NewTicker(e.opts.RetentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.closing:
+			return
+		case now := <-t.C:
+			if _, err := e.ApplyRetention(now); err != nil {
+				e.opts.Logger.Error("retention failed", "err", err)
+			}
+		}
+	}
+}
+
+// ApplyRetention deletes the commit-log segments that retention allows to
+// delete at time now and returns how many it removed. It runs by itself
+// every RetentionInterval; messages in deleted segments are gone whether or
+// not they were consumed.
+func (e *Engine) ApplyRetention(now time.Time) (int, error) {
+	n, err := e.log.Retain(now, e.opts.RetentionAge, e.opts.RetentionDiskRatio)
+	if n > 0 {
+		e.opts.Logger.Info("retention removed commit-log segments", "segments", n, "min_offset", e.log.MinOffset())
+	}
+	return n, err
+}
+
+// WaitDispatched returns once every message appended before the call is
+// indexed and can be pulled.
+func (e *Engine) WaitDispatched(ctx context.Context) error {
+	return e.disp.waitFor(ctx, e.log.EndOffset())
+}
+
+func (e *Engine) checkOpen() error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/karmanmq/karman/engine/commitlog"
+	"github.com/karmanmq/karman/engine/message"
+)
+
+// MessageAt returns the message whose record starts at commitLogOffset.
+func (e *Engine) MessageAt(commitLogOffset int64) (*message.Message, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	rec, err := e.log.Read(commitLogOffset, nil)
+	if err != nil {
+		if errors.Is(err, commitlog.ErrCorrupt) {
+			e.corrupt.Add(1)
+		}
+		return nil, fmt.Errorf("%w: no message at commit-log offset %d: %w", ErrMessageNotFound, commitLogOffset, err)
+	}
+	m, _, err := message.DecodeStored(rec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: record at %d: %w", ErrMessageNotFound, commitLogOffset, err)
+	}
+	return m, nil
+}
+
+// MessageByID returns a message by its client message id (UNIQ_KEY) or by
+// its offset message id.
+func (e *Engine) MessageByID(id string) (*message.Message, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	off, ok, err := e.keys.ByID(id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		_, off, err = message.ParseOffsetID(id)
+		if err != nil {
+			return nil, fmt.Errorf("%w: id %s", ErrMessageNotFound, id)
+		}
+	}
+	return e.MessageAt(off)
+}
+
+// MessagesByKey returns up to limit messages of topic whose KEYS include key
+// and that were stored within [begin, end] (ms since the epoch), oldest
+// first.
+func (e *Engine) MessagesByKey(topic, key string, begin, end int64, limit int) ([]*message.Message, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: limit %d", ErrInvalidArgument, limit)
+	}
+	offs, err := e.keys.ByKey(topic, key, begin, end, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*message.Message, 0, len(offs))
+	for _, off := range offs {
+		m, err := e.MessageAt(off)
+		if err != nil {
+			continue // deleted by retention or corrupt: not served
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// CommitOffset records that group will next consume offset in (topic,
+// queueID).
+func (e *Engine) CommitOffset(group, topic string, queueID int32, offset int64) error {
+	if err := message.ValidateGroup(group); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidGroup, err)
+	}
+	q, err := e.readQueue(topic, queueID)
+	if err != nil {
+		return err
+	}
+	if offset < 0 || offset > q.end.Load() {
+		return &OffsetRangeError{Topic: topic, Queue: queueID, Offset: offset, Min: 0, Max: q.end.Load()}
+	}
+	return e.meta.CommitOffset(group, topic, queueID, offset)
+}
+
+// ConsumerOffset returns group's committed offset in (topic, queueID), or
+// an error matching ErrNoOffset.
+func (e *Engine) ConsumerOffset(group, topic string, queueID int32) (int64, error) {
+	if err := e.checkOpen(); err != nil {
+		return 0, err
+	}
+	return e.meta.Offset(group, topic, queueID)
+}
+
+// ConsumerOffsets returns group's committed offsets in topic, by queue id.
+func (e *Engine) ConsumerOffsets(group, topic string) (map[int32]int64, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	return e.meta.Offsets(group, topic)
+}

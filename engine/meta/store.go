@@ -1,0 +1,323 @@
+package meta
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/karmanmq/karman/engine/internal/kv"
+)
+
+// Errors returned by the store. They are wrapped with context; match them
+// with errors.Is.
+var (
+	ErrTopicNotFound = errors.New("meta: topic not found")
+	ErrGroupNotFound = errors.New("meta: consumer group not found")
+	ErrTopicExists   = errors.New("meta: topic already exists")
+	ErrInvalid       = errors.New("meta: invalid configuration")
+	ErrNoOffset      = errors.New("meta: no committed offset")
+)
+
+// Store holds topics, groups and consumer offsets.
+type Store struct {
+	db *pebble.DB
+
+	mu     sync.RWMutex
+	topics map[string]Topic
+	groups map[string]Group
+}
+
+// Open opens (creating if needed) the metadata store in dir. Pebble's own
+// log lines go to logger, which may be nil.
+func Open(dir string, logger *slog.Logger) (*Store, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: kv.Logger{L: logger}})
+	if err != nil {
+		return nil, fmt.Errorf("meta: open %s: %w", dir, err)
+	}
+	s := &Store{db: db, topics: map[string]Topic{}, groups: map[string]Group{}}
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) load() error {
+	if err := loadJSON(s.db, 't', func(t Topic) { s.topics[t.Name] = t }); err != nil {
+		return err
+	}
+	return loadJSON(s.db, 'g', func(g Group) { s.groups[g.Name] = g })
+}
+
+func loadJSON[T any](db *pebble.DB, prefix byte, put func(T)) error {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
+	if err != nil {
+		return fmt.Errorf("meta: load: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		var v T
+		if err := json.Unmarshal(it.Value(), &v); err != nil {
+			return fmt.Errorf("meta: corrupt record %q: %w", it.Key(), err)
+		}
+		put(v)
+	}
+	return it.Error()
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) putJSON(key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("meta: encode %q: %w", key, err)
+	}
+	if err := s.db.Set(key, b, pebble.Sync); err != nil {
+		return fmt.Errorf("meta: write %q: %w", key, err)
+	}
+	return nil
+}
+
+// Topic returns the named topic.
+func (s *Store) Topic(name string) (Topic, error) {
+	s.mu.RLock()
+	t, ok := s.topics[name]
+	s.mu.RUnlock()
+	if !ok {
+		return Topic{}, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	}
+	return t, nil
+}
+
+// Topics returns every topic, sorted by name.
+func (s *Store) Topics() []Topic {
+	s.mu.RLock()
+	out := make([]Topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, t)
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Topic) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// PutTopic creates or replaces a topic.
+func (s *Store) PutTopic(t Topic) error {
+	if t.ReadQueues <= 0 || t.WriteQueues <= 0 {
+		return fmt.Errorf("%w: topic %s needs at least one read and one write queue", ErrInvalid, t.Name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.putJSON(append([]byte{'t'}, t.Name...), t); err != nil {
+		return err
+	}
+	s.topics[t.Name] = t
+	return nil
+}
+
+// CreateTopic stores t unless a topic of that name exists; it returns the
+// stored topic and whether it was created.
+func (s *Store) CreateTopic(t Topic) (Topic, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.topics[t.Name]; ok {
+		return old, false, nil
+	}
+	if t.ReadQueues <= 0 || t.WriteQueues <= 0 {
+		return Topic{}, false, fmt.Errorf("%w: topic %s needs at least one read and one write queue", ErrInvalid, t.Name)
+	}
+	if err := s.putJSON(append([]byte{'t'}, t.Name...), t); err != nil {
+		return Topic{}, false, err
+	}
+	s.topics[t.Name] = t
+	return t, true, nil
+}
+
+// DeleteTopic removes a topic and every consumer offset stored for it.
+func (s *Store) DeleteTopic(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.topics[name]; !ok {
+		return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Delete(append([]byte{'t'}, name...), nil); err != nil {
+		return err
+	}
+	for g := range s.groups {
+		p := offsetPrefix(g, name)
+		if err := b.DeleteRange(p, kv.PrefixEnd(p), nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("meta: delete topic %s: %w", name, err)
+	}
+	delete(s.topics, name)
+	return nil
+}
+
+// Group returns the named consumer group.
+func (s *Store) Group(name string) (Group, error) {
+	s.mu.RLock()
+	g, ok := s.groups[name]
+	s.mu.RUnlock()
+	if !ok {
+		return Group{}, fmt.Errorf("%w: %s", ErrGroupNotFound, name)
+	}
+	return g, nil
+}
+
+// Groups returns every consumer group, sorted by name.
+func (s *Store) Groups() []Group {
+	s.mu.RLock()
+	out := make([]Group, 0, len(s.groups))
+	for _, g := range s.groups {
+		out = append(out, g)
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Group) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// PutGroup creates or replaces a consumer group.
+func (s *Store) PutGroup(g Group) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.putJSON(append([]byte{'g'}, g.Name...), g); err != nil {
+		return err
+	}
+	s.groups[g.Name] = g
+	return nil
+}
+
+// CreateGroup stores g unless a group of that name exists; it returns the
+// stored group and whether it was created.
+func (s *Store) CreateGroup(g Group) (Group, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.groups[g.Name]; ok {
+		return old, false, nil
+	}
+	if err := s.putJSON(append([]byte{'g'}, g.Name...), g); err != nil {
+		return Group{}, false, err
+	}
+	s.groups[g.Name] = g
+	return g, true, nil
+}
+
+// DeleteGroup removes a consumer group and all its offsets.
+func (s *Store) DeleteGroup(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.groups[name]; !ok {
+		return fmt.Errorf("%w: %s", ErrGroupNotFound, name)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Delete(append([]byte{'g'}, name...), nil); err != nil {
+		return err
+	}
+	p := groupOffsetPrefix(name)
+	if err := b.DeleteRange(p, kv.PrefixEnd(p), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("meta: delete group %s: %w", name, err)
+	}
+	delete(s.groups, name)
+	return nil
+}
+
+// CommitOffset stores the next offset group will consume in (topic, queue).
+func (s *Store) CommitOffset(group, topic string, queue int32, offset int64) error {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(offset))
+	if err := s.db.Set(offsetKey(group, topic, queue), v[:], pebble.Sync); err != nil {
+		return fmt.Errorf("meta: commit offset %s/%s/%d: %w", group, topic, queue, err)
+	}
+	return nil
+}
+
+// Offset returns the committed offset of group in (topic, queue), or an
+// error matching ErrNoOffset.
+func (s *Store) Offset(group, topic string, queue int32) (int64, error) {
+	v, closer, err := s.db.Get(offsetKey(group, topic, queue))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, fmt.Errorf("%w: group %s, topic %s, queue %d", ErrNoOffset, group, topic, queue)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("meta: read offset: %w", err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("meta: corrupt offset record for %s/%s/%d", group, topic, queue)
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// Offsets returns every committed offset of group in topic, by queue id.
+func (s *Store) Offsets(group, topic string) (map[int32]int64, error) {
+	p := offsetPrefix(group, topic)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: kv.PrefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	out := map[int32]int64{}
+	for it.First(); it.Valid(); it.Next() {
+		k, v := it.Key(), it.Value()
+		if len(k) != len(p)+4 || len(v) != 8 {
+			continue
+		}
+		out[int32(binary.BigEndian.Uint32(k[len(p):]))] = int64(binary.BigEndian.Uint64(v))
+	}
+	return out, it.Error()
+}
+
+// OffsetTopics lists the topics in which group has committed offsets.
+func (s *Store) OffsetTopics(group string) ([]string, error) {
+	p := groupOffsetPrefix(group)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: kv.PrefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []string
+	for it.First(); it.Valid(); {
+		k := it.Key()[len(p):]
+		if len(k) < 1 || len(k) < 1+int(k[0]) {
+			it.Next()
+			continue
+		}
+		topic := string(k[1 : 1+k[0]])
+		out = append(out, topic)
+		next := kv.PrefixEnd(offsetPrefix(group, topic))
+		it.SeekGE(next)
+	}
+	return out, it.Error()
+}
+
+func groupOffsetPrefix(group string) []byte {
+	k := make([]byte, 0, 2+len(group))
+	k = append(k, 'o', byte(len(group)))
+	return append(k, group...)
+}
+
+func offsetPrefix(group, topic string) []byte {
+	k := groupOffsetPrefix(group)
+	k = append(k, byte(len(topic)))
+	return append(k, topic...)
+}
+
+func offsetKey(group, topic string, queue int32) []byte {
+	return binary.BigEndian.AppendUint32(offsetPrefix(group, topic), uint32(queue))
+}

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"time"
+)
+
+// FlushMode says when appended messages are forced to disk.
+type FlushMode int
+
+const (
+	// FlushAsync acknowledges a message once it is in the mapped log; a
+	// background flush writes it to disk within FlushInterval. Acknowledged
+	// messages survive a crash of the process, not of the machine.
+	FlushAsync FlushMode = iota
+	// FlushSync acknowledges a message only after it is on disk. Concurrent
+	// senders share one flush (group commit).
+	FlushSync
+)
+
+// String returns "async" or "sync".
+func (m FlushMode) String() string {
+	if m == FlushSync {
+		return "sync"
+	}
+	return "async"
+}
+
+// ParseFlushMode reads "async" or "sync".
+func ParseFlushMode(s string) (FlushMode, error) {
+	switch s {
+	case "async", "ASYNC", "":
+		return FlushAsync, nil
+	case "sync", "SYNC":
+		return FlushSync, nil
+	}
+	return 0, fmt.Errorf("engine: unknown flush mode %q (want async or sync)", s)
+}
+
+// Options configure an Engine. The zero value works: every field documents
+// its default, applied by EnsureDefaults.
+type Options struct {
+	// SegmentSize is the size of each commit-log segment file. Default 1 GiB.
+	SegmentSize int64
+	// Flush is the flush policy. Default FlushAsync.
+	Flush FlushMode
+	// FlushInterval is how often FlushAsync writes to disk. Default 500ms.
+	FlushInterval time.Duration
+
+	// MaxMessageSize is the largest accepted body in bytes. Default 4 MiB,
+	// or less when a segment could not hold a record that large.
+	MaxMessageSize int
+
+	// AutoCreateTopics creates an unknown topic on its first send, with
+	// DefaultQueues queues. Default false: sending to an unknown topic fails
+	// with ErrTopicNotFound.
+	AutoCreateTopics bool
+	// DefaultQueues is the queue count of auto-created topics. Default 8.
+	DefaultQueues int32
+
+	// RetentionAge deletes commit-log segments whose last write is older.
+	// Default 72h. Deletion ignores consumption, as in RocketMQ.
+	RetentionAge time.Duration
+	// RetentionDiskRatio deletes the oldest segments while the disk holding
+	// the data is fuller than this fraction. Default 0.75.
+	RetentionDiskRatio float64
+	// RetentionInterval is how often retention runs. Default 1m.
+	RetentionInterval time.Duration
+
+	// StoreHost is the address written into stored messages and offset
+	// message ids. Default 127.0.0.1:10911.
+	StoreHost netip.AddrPort
+
+	// Logger receives the engine's log records. Default discards them.
+	Logger *slog.Logger
+
+	// AppendLatency, when set, is called after each append (one call per
+	// Send or SendBatch) with its duration. It must be fast.
+	AppendLatency func(time.Duration)
+}
+
+// Defaults.
+const (
+	DefaultSegmentSize    = 1 << 30
+	DefaultFlushInterval  = 500 * time.Millisecond
+	DefaultMaxMessageSize = 4 << 20
+	DefaultQueueCount     = 8
+	DefaultRetentionAge   = 72 * time.Hour
+	DefaultDiskRatio      = 0.75
+	DefaultRetentionEvery = time.Minute
+)
+
+// recordOverhead bounds the bytes a stored record needs besides its body:
+// properties (at most 32 KiB), topic, fixed fields and the log's framing.
+const recordOverhead = 34 << 10
+
+// EnsureDefaults fills unset fields with their defaults and returns o (a new
+// Options when o is nil).
+func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{}
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = min(DefaultMaxMessageSize, int(o.SegmentSize-recordOverhead))
+	}
+	if o.DefaultQueues == 0 {
+		o.DefaultQueues = DefaultQueueCount
+	}
+	if o.RetentionAge == 0 {
+		o.RetentionAge = DefaultRetentionAge
+	}
+	if o.RetentionDiskRatio == 0 {
+		o.RetentionDiskRatio = DefaultDiskRatio
+	}
+	if o.RetentionInterval == 0 {
+		o.RetentionInterval = DefaultRetentionEvery
+	}
+	if !o.StoreHost.IsValid() {
+		o.StoreHost = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o
+}
+
+// Validate reports the first invalid field.
+func (o *Options) Validate() error {
+	switch {
+	case o.SegmentSize < 64<<10:
+		return fmt.Errorf("engine: segment size %d is below the 64 KiB minimum", o.SegmentSize)
+	case o.Flush != FlushAsync && o.Flush != FlushSync:
+		return fmt.Errorf("engine: unknown flush mode %d", o.Flush)
+	case o.FlushInterval < 0:
+		return fmt.Errorf("engine: negative flush interval %s", o.FlushInterval)
+	case o.MaxMessageSize < 1:
+		return fmt.Errorf("engine: max message size %d must be positive", o.MaxMessageSize)
+	case int64(o.MaxMessageSize)+recordOverhead > o.SegmentSize:
+		return fmt.Errorf("engine: max message size %d does not fit in a %d-byte segment (a record needs up to %d bytes besides its body)", o.MaxMessageSize, o.SegmentSize, recordOverhead)
+	case o.DefaultQueues < 1 || o.DefaultQueues > MaxQueues:
+		return fmt.Errorf("engine: default queue count %d outside 1..%d", o.DefaultQueues, MaxQueues)
+	case o.RetentionAge < 0:
+		return fmt.Errorf("engine: negative retention age %s", o.RetentionAge)
+	case o.RetentionDiskRatio <= 0 || o.RetentionDiskRatio > 1:
+		return fmt.Errorf("engine: retention disk ratio %g outside (0, 1]", o.RetentionDiskRatio)
+	case o.RetentionInterval < 0:
+		return fmt.Errorf("engine: negative retention interval %s", o.RetentionInterval)
+	}
+	return nil
+}

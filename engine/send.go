@@ -1,0 +1,287 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/karmanmq/karman/engine/message"
+)
+
+// AnyQueue lets the engine choose the queue of a batch.
+const AnyQueue int32 = -1
+
+// SendResult says where a message was stored.
+type SendResult struct {
+	MsgID           string // client message id (UNIQ_KEY), generated when the producer gave none
+	QueueID         int32
+	QueueOffset     int64
+	CommitLogOffset int64
+	StoreTimestamp  int64 // ms since the epoch
+	StoreHost       netip.AddrPort
+}
+
+// OffsetMsgID returns the message's offset id: its store host and
+// commit-log offset, hex-encoded as RocketMQ does.
+func (r SendResult) OffsetMsgID() string { return message.OffsetID(r.StoreHost, r.CommitLogOffset) }
+
+// sendState is the per-call scratch of a send, pooled so that the append
+// path does not allocate. It stamps records under the commit log's append
+// lock.
+type sendState struct {
+	buf   []byte
+	recs  [][]byte
+	offs  []int64
+	ids   []string
+	q     *queueState
+	first int64 // queue offset of the first record
+	now   int64 // store time, ms
+}
+
+// Stamp assigns each record its queue offset, commit-log offset and store
+// time. It runs under the commit log's append lock, which orders it with
+// every other append to the queue.
+func (s *sendState) Stamp(i int, rec []byte, offset int64) {
+	if i == 0 {
+		s.now = time.Now().UnixMilli()
+		s.first = s.q.next
+	}
+	message.PatchStored(rec, s.q.next, offset, s.now)
+	s.q.next++
+}
+
+func (s *sendState) reset() {
+	s.buf = s.buf[:0]
+	s.recs = s.recs[:0]
+	s.offs = s.offs[:0]
+	clear(s.ids)
+	s.ids = s.ids[:0]
+	s.q = nil
+}
+
+// Send stores m in a queue of its topic chosen by the engine: by the hash of
+// the message group (__SHARDINGKEY) when it has one, else round-robin. m is
+// not modified; a client message id is generated when it has none.
+func (e *Engine) Send(ctx context.Context, m *message.Message) (SendResult, error) {
+	return e.SendToQueue(ctx, m, AnyQueue)
+}
+
+// SendToQueue stores m in queue queueID of its topic (AnyQueue lets the
+// engine choose).
+func (e *Engine) SendToQueue(ctx context.Context, m *message.Message, queueID int32) (SendResult, error) {
+	s := e.bufs.Get().(*sendState)
+	defer e.put(s)
+	msgs := [1]*message.Message{m}
+	if err := e.append(ctx, s, msgs[:], queueID); err != nil {
+		return SendResult{}, err
+	}
+	return s.result(0, e.opts.StoreHost), nil
+}
+
+// SendBatch stores msgs, which must share one topic, contiguously in one
+// queue (queueID, or one the engine chooses for AnyQueue) as a single
+// append: all of them are stored or none.
+func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID int32) ([]SendResult, error) {
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: empty batch", ErrInvalidArgument)
+	}
+	s := e.bufs.Get().(*sendState)
+	defer e.put(s)
+	if err := e.append(ctx, s, msgs, queueID); err != nil {
+		return nil, err
+	}
+	out := make([]SendResult, len(msgs))
+	for i := range out {
+		out[i] = s.result(i, e.opts.StoreHost)
+	}
+	return out, nil
+}
+
+func (e *Engine) put(s *sendState) {
+	if cap(s.buf) > 8<<20 {
+		return // do not keep buffers of outsized batches
+	}
+	s.reset()
+	e.bufs.Put(s)
+}
+
+func (s *sendState) result(i int, host netip.AddrPort) SendResult {
+	return SendResult{
+		MsgID:           s.ids[i],
+		QueueID:         s.q.id,
+		QueueOffset:     s.first + int64(i),
+		CommitLogOffset: s.offs[i],
+		StoreTimestamp:  s.now,
+		StoreHost:       host,
+	}
+}
+
+// append validates msgs, encodes them into s and appends them to the log.
+func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Message, queueID int32) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	topic := msgs[0].Topic
+	t, err := e.sendTopic(topic)
+	if err != nil {
+		return err
+	}
+	if s.q, err = e.writeQueue(t, msgs[0], queueID); err != nil {
+		return err
+	}
+	bodyBytes := 0
+	for _, m := range msgs {
+		if m.Topic != topic {
+			return fmt.Errorf("%w: %s and %s", ErrBatchMixedTargets, topic, m.Topic)
+		}
+		if err := e.validate(m); err != nil {
+			return err
+		}
+		if err := s.encode(e, m); err != nil {
+			return err
+		}
+		bodyBytes += len(m.Body)
+	}
+	s.split()
+	start := time.Now()
+	if err := e.log.Append(s.recs, s, s.offs); err != nil {
+		return fmt.Errorf("engine: append to %s: %w", topic, err)
+	}
+	if e.opts.AppendLatency != nil {
+		e.opts.AppendLatency(time.Since(start))
+	}
+	e.disp.notify()
+	t.msgsIn.Add(int64(len(msgs)))
+	t.bytesIn.Add(int64(bodyBytes))
+	return nil
+}
+
+// sendTopic resolves the topic of a send and checks it accepts writes.
+func (e *Engine) sendTopic(name string) (*topicState, error) {
+	if err := message.ValidateTopic(name); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidTopic, err)
+	}
+	if IsLightQueue(name) {
+		return nil, fmt.Errorf("%w: %s is a light queue; send to a topic and name the light queue in the %s property", ErrReservedName, name, message.PropertyInnerMultiDispatch)
+	}
+	t, err := e.ensureTopic(name)
+	if err != nil {
+		return nil, err
+	}
+	if !t.cfg.Load().Perm.Writable() {
+		return nil, fmt.Errorf("%w: topic %s is not writable", ErrNoPermission, name)
+	}
+	return t, nil
+}
+
+var shardSeed = maphash.MakeSeed()
+
+// writeQueue picks the queue a send goes to.
+func (e *Engine) writeQueue(t *topicState, m *message.Message, queueID int32) (*queueState, error) {
+	cfg := t.cfg.Load()
+	qs := *t.queues.Load()
+	n := min(cfg.WriteQueues, int32(len(qs)))
+	if queueID == AnyQueue {
+		if key := m.Properties[message.PropertyShardingKey]; key != "" {
+			queueID = int32(maphash.String(shardSeed, key) % uint64(n))
+		} else {
+			queueID = int32(t.next.Add(1) % uint32(n))
+		}
+	}
+	if queueID < 0 || queueID >= n {
+		return nil, fmt.Errorf("%w: topic %s has %d write queues, not %d", ErrInvalidQueue, cfg.Name, n, queueID)
+	}
+	return qs[queueID], nil
+}
+
+// validate checks one message before it is encoded.
+func (e *Engine) validate(m *message.Message) error {
+	switch {
+	case len(m.Body) == 0:
+		return fmt.Errorf("%w: topic %s", ErrEmptyBody, m.Topic)
+	case len(m.Body) > e.opts.MaxMessageSize:
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrMessageTooLarge, len(m.Body), e.opts.MaxMessageSize)
+	}
+	if err := message.ValidateProperties(m.Properties); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	if lmq := m.Properties[message.PropertyInnerMultiDispatch]; lmq != "" {
+		for name := range strings.SplitSeq(lmq, ",") {
+			if !IsLightQueue(name) {
+				return fmt.Errorf("%w: %s names %q, which is not a light queue (%s...)", ErrInvalidMessage, message.PropertyInnerMultiDispatch, name, LightQueuePrefix)
+			}
+			if err := message.ValidateTopic(name); err != nil {
+				return fmt.Errorf("%w: light queue: %w", ErrInvalidMessage, err)
+			}
+		}
+	}
+	return nil
+}
+
+// encode appends m's stored record to s.buf, adding a client message id
+// when m has none.
+func (s *sendState) encode(e *Engine, m *message.Message) error {
+	mm := *m
+	mm.StoreHost = e.opts.StoreHost
+	mm.QueueID = s.q.id
+	if mm.BornTimestamp == 0 {
+		mm.BornTimestamp = time.Now().UnixMilli()
+	}
+	start := len(s.buf)
+	var err error
+	if s.buf, err = message.AppendStored(s.buf, &mm); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	id := m.Properties[message.PropertyUniqKey]
+	if id == "" {
+		id = e.ids.Next()
+		if s.buf, err = appendProperty(s.buf, start, message.PropertyUniqKey, id); err != nil {
+			return err
+		}
+	}
+	s.ids = append(s.ids, id)
+	s.offs = append(s.offs, int64(start)) // record start in buf until split
+	return nil
+}
+
+// split turns the record start positions kept in s.offs into s.recs.
+func (s *sendState) split() {
+	for i, start := range s.offs {
+		end := len(s.buf)
+		if i+1 < len(s.offs) {
+			end = int(s.offs[i+1])
+		}
+		s.recs = append(s.recs, s.buf[start:end])
+	}
+}
+
+// appendProperty adds key=value to the properties of the record that starts
+// at buf[start:] and is the last one in buf. Properties are the last field
+// of a stored record, so the pair is appended and the two lengths fixed.
+func appendProperty(buf []byte, start int, key, value string) ([]byte, error) {
+	rec := buf[start:]
+	h, err := message.PeekStored(rec)
+	if err != nil {
+		return buf, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	propsLen := len(h.Properties) + len(key) + len(value) + 2
+	if propsLen > math.MaxInt16 {
+		return buf, fmt.Errorf("%w: properties longer than %d bytes", ErrInvalidMessage, math.MaxInt16)
+	}
+	lenAt := start + len(rec) - len(h.Properties) - 2
+	buf = append(buf, key...)
+	buf = append(buf, 1)
+	buf = append(buf, value...)
+	buf = append(buf, 2)
+	binary.BigEndian.PutUint16(buf[lenAt:], uint16(propsLen))
+	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start))
+	return buf, nil
+}
