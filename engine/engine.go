@@ -35,7 +35,7 @@ type Engine struct {
 
 	topics    sync.Map     // topic name → *topicState
 	topicsGen atomic.Int64 // bumped when a topic state is dropped
-	lmqs   sync.Map // light queue name → *queueState
+	lmqs      sync.Map     // light queue name → *queueState
 
 	disp *dispatcher
 

@@ -1,8 +1,8 @@
+// Command karman is a RocketMQ-compatible messaging and streaming engine
+// in one binary. Run "karman serve" to start a server, "karman --help" for
+// every command.
 package main
 
-import (
-	_ "github.com/prometheus/client_golang/prometheus"
-	_ "github.com/spf13/cobra"
-)
+import "github.com/karmanmq/karman/cmd/karman/internal/cli"
 
-func main() {}
+func main() { cli.Main() }

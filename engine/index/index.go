@@ -119,4 +119,3 @@ func (ix *Index) DeleteTopic(topic string) error {
 	p := append([]byte{PrefixKey, byte(len(topic))}, topic...)
 	return ix.db.DeleteRange(p, kv.PrefixEnd(p), pebble.NoSync)
 }
-
