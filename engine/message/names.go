@@ -3,6 +3,8 @@ package message
 import (
 	"fmt"
 	"strings"
+
+	"github.com/karmanmq/karman/filter"
 )
 
 // MaxNameLength is the longest topic or group name ValidateTopic and
@@ -149,22 +151,5 @@ func DLQTopic(group string) string {
 }
 
 // TagHash returns the tag hash code kept in consume-queue entries and
-// compared by tag filters: Java's String.hashCode computed over the bytes
-// of tag (as the Go client computes it; the same as Java for ASCII tags),
-// in 32-bit arithmetic, widened to int64.
-func TagHash(tag string) int64 {
-	var h int32
-	for i := 0; i < len(tag); i++ {
-		h = 31*h + int32(tag[i])
-	}
-	return int64(h)
-}
-
-// tagHash is TagHash over bytes, without converting them to a string.
-func tagHash(tag []byte) int64 {
-	var h int32
-	for _, c := range tag {
-		h = 31*h + int32(c)
-	}
-	return int64(h)
-}
+// compared by tag filters; see filter.TagHash, which defines it.
+func TagHash(tag string) int64 { return filter.TagHash(tag) }

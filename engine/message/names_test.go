@@ -135,8 +135,11 @@ func TestTagHash(t *testing.T) {
 		if got := TagHash(tt.tag); got != tt.want {
 			t.Errorf("TagHash(%q) = %d, want %d", tt.tag, got, tt.want)
 		}
-		if got := tagHash([]byte(tt.tag)); got != tt.want {
-			t.Errorf("tagHash(%q) = %d, want %d", tt.tag, got, tt.want)
+		h := Header{Properties: AppendProperties(nil, map[string]string{PropertyTags: tt.tag})}
+		if tt.tag != "" {
+			if got := h.TagHash(); got != tt.want {
+				t.Errorf("Header.TagHash of %q = %d, want %d", tt.tag, got, tt.want)
+			}
 		}
 	}
 }

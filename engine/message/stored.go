@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+
+	"github.com/karmanmq/karman/filter"
 )
 
 // Magic codes found in the MAGICCODE field.
@@ -76,7 +78,7 @@ func (h *Header) Property(name string) ([]byte, bool) {
 // TagHash returns the TagHash of the record's tag, 0 when it has none.
 func (h *Header) TagHash() int64 {
 	tag, _ := h.Property(PropertyTags)
-	return tagHash(tag)
+	return filter.TagHash(tag)
 }
 
 // VerifyBodyCRC reports whether BodyCRC matches Body.
