@@ -97,6 +97,7 @@ func BenchmarkPull32(b *testing.B) {
 			b.Fatalf("pulled %d", len(res.Records))
 		}
 		off = res.NextOffset
+		res.Release()
 		if off == perQueue {
 			off = 0
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/karmanmq/karman/engine/commitlog"
 	"github.com/karmanmq/karman/engine/message"
@@ -40,6 +42,26 @@ type PullResult struct {
 	NextOffset int64
 	// MinOffset and MaxOffset bound the queue: [MinOffset, MaxOffset).
 	MinOffset, MaxOffset int64
+
+	buf *[]byte // backing buffer of Records, from pullBuffers
+}
+
+// pullBuffers recycles the buffers records are read into.
+var pullBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// Release hands the result's buffer back for reuse by later pulls. Records
+// must not be used after it. Calling it is optional (without it the buffer
+// is garbage collected) and it may be called more than once.
+func (r *PullResult) Release() {
+	if r.buf == nil {
+		return
+	}
+	if cap(*r.buf) <= 4<<20 {
+		*r.buf = (*r.buf)[:0]
+		pullBuffers.Put(r.buf)
+	}
+	r.buf = nil
+	r.Records = nil
 }
 
 // Pull returns up to max messages of (topic, queueID) from offset on that
@@ -89,13 +111,15 @@ func (e *Engine) Pull(ctx context.Context, topic string, queueID int32, offset i
 
 // readEntries fills res from the queue's entries starting at res.NextOffset.
 func (e *Engine) readEntries(ctx context.Context, q *queueState, res *PullResult, max int, f Filter) error {
+	res.buf = pullBuffers.Get().(*[]byte)
 	var (
 		entries []queue.Entry
-		buf     []byte
+		buf     = (*res.buf)[:0]
 		starts  []int
 		scanned int
 		light   = IsLightQueue(q.topic)
 	)
+	defer func() { *res.buf = buf }()
 	for len(starts) < max && scanned < maxPullScan && res.NextOffset < res.MaxOffset {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -111,6 +135,13 @@ func (e *Engine) readEntries(ctx context.Context, q *queueState, res *PullResult
 		}
 		if len(entries) == 0 {
 			break
+		}
+		if f == nil {
+			need := 0
+			for _, en := range entries {
+				need += int(en.Size)
+			}
+			buf = slices.Grow(buf, need)
 		}
 		for _, en := range entries {
 			if len(starts) == max || en.Offset >= res.MaxOffset {
