@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/karmanmq/karman/engine/index"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/queue"
+	"github.com/karmanmq/karman/engine/timer"
 )
 
 // checkpointKey holds, in the index database, the commit-log offset up to
@@ -43,6 +45,8 @@ type dispatcher struct {
 	batch   *pebble.Batch
 	qw      queue.Writer
 	iw      index.Writer
+	tw      timer.Writer
+	minDue  int64                 // earliest due time scheduled in the current batch
 	touched map[*queueState]int64 // queue → new end, published after commit
 	topics  map[string]*topicState
 	gen     int64
@@ -53,6 +57,7 @@ func newDispatcher(e *Engine) *dispatcher {
 		e:       e,
 		wake:    make(chan struct{}, 1),
 		touched: map[*queueState]int64{},
+		minDue:  math.MaxInt64,
 		topics:  map[string]*topicState{},
 	}
 }
@@ -100,7 +105,7 @@ func (d *dispatcher) recover() error {
 
 // wipe deletes every derived index entry.
 func (d *dispatcher) wipe() error {
-	for _, p := range []byte{queue.Prefix, index.PrefixKey, index.PrefixID, checkpointKey[0]} {
+	for _, p := range []byte{queue.Prefix, index.PrefixKey, index.PrefixID, timer.Prefix, checkpointKey[0]} {
 		if err := d.e.idx.DeleteRange([]byte{p}, []byte{p + 1}, pebble.NoSync); err != nil {
 			return fmt.Errorf("engine: wipe index: %w", err)
 		}
@@ -183,6 +188,12 @@ func (d *dispatcher) commit(next int64) error {
 		q.advance(end)
 	}
 	clear(d.touched)
+	if d.minDue != math.MaxInt64 {
+		if d.e.sched != nil {
+			d.e.sched.Scheduled(d.minDue)
+		}
+		d.minDue = math.MaxInt64
+	}
 	d.pos.Store(next)
 	d.mu.Lock()
 	if d.moved != nil {
@@ -219,10 +230,60 @@ func (d *dispatcher) index(off int64, payload []byte) error {
 	if err := d.indexKeys(off, &h); err != nil {
 		return err
 	}
+	if err := d.indexTimer(off, &h); err != nil {
+		return err
+	}
 	if lmqs, ok := message.LookupProperty(h.Properties, message.PropertyInnerMultiDispatch); ok && len(lmqs) > 0 {
 		return d.indexLightQueues(lmqs, entry)
 	}
 	return nil
+}
+
+var timerTopic = []byte(message.TopicTimer)
+
+// indexTimer schedules a record stored under the timer topic, and retires
+// the timer entry a delivered or cancelled record names.
+func (d *dispatcher) indexTimer(off int64, h *message.Header) error {
+	if src, ok := message.LookupProperty(h.Properties, propertyTimerSource); ok {
+		en, ok := parseTimerSource(src)
+		if !ok {
+			return nil
+		}
+		return d.tw.Delete(d.batch, en)
+	}
+	if !bytes.Equal(h.Topic, timerTopic) {
+		return nil
+	}
+	v, ok := message.LookupProperty(h.Properties, message.PropertyTimerOutMS)
+	due, valid := parseInt(v)
+	if !ok || !valid {
+		return nil
+	}
+	d.minDue = min(d.minDue, due)
+	return d.tw.Add(d.batch, timer.Entry{Due: due, Offset: off})
+}
+
+// parseTimerSource reads "due,offset".
+func parseTimerSource(b []byte) (timer.Entry, bool) {
+	a, c, ok := bytes.Cut(b, []byte{','})
+	due, ok1 := parseInt(a)
+	off, ok2 := parseInt(c)
+	return timer.Entry{Due: due, Offset: off}, ok && ok1 && ok2
+}
+
+// parseInt reads a non-negative decimal without allocating.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 func (d *dispatcher) indexKeys(off int64, h *message.Header) error {

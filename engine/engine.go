@@ -18,6 +18,7 @@ import (
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/engine/queue"
+	"github.com/karmanmq/karman/engine/timer"
 )
 
 // Engine is an open broker store: topics, queues, messages, groups and
@@ -30,6 +31,8 @@ type Engine struct {
 	idx    *pebble.DB // consume queues and key index; derived from the log
 	queues *queue.Store
 	keys   *index.Index
+	timers *timer.Store
+	sched  *timer.Scheduler
 	meta   *meta.Store
 	ids    *message.Generator
 
@@ -70,9 +73,15 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		e.closeStores()
 		return nil, err
 	}
-	e.wg.Add(2)
+	e.sched = timer.NewScheduler(e.timers, e.deliverDue, timer.SchedulerOptions{
+		OnError: func(err error) { e.opts.Logger.Error("timer delivery failed; retrying", "err", err) },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	e.wg.Add(4)
 	go e.disp.run()
 	go e.retentionLoop()
+	go func() { defer e.wg.Done(); e.sched.Run(ctx) }()
+	go func() { defer e.wg.Done(); <-e.closing; cancel() }()
 	return e, nil
 }
 
@@ -91,6 +100,7 @@ func (e *Engine) open() error {
 	}
 	e.queues = queue.New(e.idx)
 	e.keys = index.New(e.idx)
+	e.timers = timer.New(e.idx)
 	mode := commitlog.FlushAsync
 	if e.opts.Flush == FlushSync {
 		mode = commitlog.FlushSync

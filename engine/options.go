@@ -70,6 +70,12 @@ type Options struct {
 	// RetentionInterval is how often retention runs. Default 1m.
 	RetentionInterval time.Duration
 
+	// DelayLevels are the delays of the DELAY property's levels 1..n.
+	// Default DefaultDelayLevels (RocketMQ's 18 levels, 1s to 2h).
+	DelayLevels []time.Duration
+	// TimerHorizon is how far ahead a message may be scheduled. Default 72h.
+	TimerHorizon time.Duration
+
 	// StoreHost is the address written into stored messages and offset
 	// message ids. Default 127.0.0.1:10911.
 	StoreHost netip.AddrPort
@@ -91,6 +97,7 @@ const (
 	DefaultRetentionAge   = 72 * time.Hour
 	DefaultDiskRatio      = 0.75
 	DefaultRetentionEvery = time.Minute
+	DefaultTimerHorizon   = 72 * time.Hour
 )
 
 // recordOverhead bounds the bytes a stored record needs besides its body:
@@ -124,6 +131,12 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.RetentionInterval == 0 {
 		o.RetentionInterval = DefaultRetentionEvery
 	}
+	if len(o.DelayLevels) == 0 {
+		o.DelayLevels = DefaultDelayLevels
+	}
+	if o.TimerHorizon == 0 {
+		o.TimerHorizon = DefaultTimerHorizon
+	}
 	if !o.StoreHost.IsValid() {
 		o.StoreHost = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911)
 	}
@@ -152,8 +165,21 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("engine: negative retention age %s", o.RetentionAge)
 	case o.RetentionDiskRatio <= 0 || o.RetentionDiskRatio > 1:
 		return fmt.Errorf("engine: retention disk ratio %g outside (0, 1]", o.RetentionDiskRatio)
+	case !positive(o.DelayLevels):
+		return fmt.Errorf("engine: delay levels %v must all be positive", o.DelayLevels)
+	case o.TimerHorizon < 0:
+		return fmt.Errorf("engine: negative timer horizon %s", o.TimerHorizon)
 	case o.RetentionInterval < 0:
 		return fmt.Errorf("engine: negative retention interval %s", o.RetentionInterval)
 	}
 	return nil
+}
+
+func positive(ds []time.Duration) bool {
+	for _, d := range ds {
+		if d <= 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -38,9 +38,10 @@ type sendState struct {
 	recs  [][]byte
 	offs  []int64
 	ids   []string
-	q     *queueState
-	first int64 // queue offset of the first record
-	now   int64 // store time, ms
+	q     *queueState // where the records are stored
+	qid   int32       // the queue the sender asked for (differs for scheduled messages)
+	first int64       // queue offset of the first record
+	now   int64       // store time, ms
 }
 
 // Stamp assigns each record its queue offset, commit-log offset and store
@@ -113,7 +114,7 @@ func (e *Engine) put(s *sendState) {
 func (s *sendState) result(i int, host netip.AddrPort) SendResult {
 	return SendResult{
 		MsgID:           s.ids[i],
-		QueueID:         s.q.id,
+		QueueID:         s.qid,
 		QueueOffset:     s.first + int64(i),
 		CommitLogOffset: s.offs[i],
 		StoreTimestamp:  s.now,
@@ -121,7 +122,8 @@ func (s *sendState) result(i int, host netip.AddrPort) SendResult {
 	}
 }
 
-// append validates msgs, encodes them into s and appends them to the log.
+// append validates msgs, encodes them into s and appends them to the log:
+// to their queue, or to the timer topic when they are scheduled.
 func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Message, queueID int32) error {
 	if err := e.checkOpen(); err != nil {
 		return err
@@ -134,10 +136,10 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 	if err != nil {
 		return err
 	}
-	if s.q, err = e.writeQueue(t, msgs[0], queueID); err != nil {
+	q, err := e.writeQueue(t, msgs[0], queueID)
+	if err != nil {
 		return err
 	}
-	bodyBytes := 0
 	for _, m := range msgs {
 		if m.Topic != topic {
 			return fmt.Errorf("%w: %s and %s", ErrBatchMixedTargets, topic, m.Topic)
@@ -145,7 +147,29 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 		if err := e.validate(m); err != nil {
 			return err
 		}
-		if err := s.encode(e, m); err != nil {
+	}
+	due, err := e.dueTime(msgs, time.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	if due > 0 {
+		return e.schedule(s, t, q, msgs[0], due)
+	}
+	return e.store(s, t, q, msgs, "", nil)
+}
+
+// store encodes msgs into queue q and appends them as one batch. A
+// non-empty topic overrides the messages' topic in the records; extra
+// holds key, value pairs of properties added to every record. t (may be
+// nil) counts the messages.
+func (e *Engine) store(s *sendState, t *topicState, q *queueState, msgs []*message.Message, topic string, extra []string) error {
+	s.q = q
+	if topic == "" {
+		s.qid = q.id
+	}
+	bodyBytes := 0
+	for _, m := range msgs {
+		if err := s.encode(e, m, topic, extra); err != nil {
 			return err
 		}
 		bodyBytes += len(m.Body)
@@ -153,14 +177,16 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 	s.split()
 	start := time.Now()
 	if err := e.log.Append(s.recs, s, s.offs); err != nil {
-		return fmt.Errorf("engine: append to %s: %w", topic, err)
+		return fmt.Errorf("engine: append to %s: %w", q.topic, err)
 	}
 	if e.opts.AppendLatency != nil {
 		e.opts.AppendLatency(time.Since(start))
 	}
 	e.disp.notify()
-	t.msgsIn.Add(int64(len(msgs)))
-	t.bytesIn.Add(int64(bodyBytes))
+	if t != nil {
+		t.msgsIn.Add(int64(len(msgs)))
+		t.bytesIn.Add(int64(bodyBytes))
+	}
 	return nil
 }
 
@@ -168,6 +194,9 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 func (e *Engine) sendTopic(name string) (*topicState, error) {
 	if err := message.ValidateTopic(name); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidTopic, err)
+	}
+	if message.IsSendForbiddenTopic(name) {
+		return nil, fmt.Errorf("%w: %s is a system topic and cannot be sent to", ErrReservedName, name)
 	}
 	if IsLightQueue(name) {
 		return nil, fmt.Errorf("%w: %s is a light queue; send to a topic and name the light queue in the %s property", ErrReservedName, name, message.PropertyInnerMultiDispatch)
@@ -227,11 +256,14 @@ func (e *Engine) validate(m *message.Message) error {
 }
 
 // encode appends m's stored record to s.buf, adding a client message id
-// when m has none.
-func (s *sendState) encode(e *Engine, m *message.Message) error {
+// when m has none, and the extra properties.
+func (s *sendState) encode(e *Engine, m *message.Message, topic string, extra []string) error {
 	mm := *m
 	mm.StoreHost = e.opts.StoreHost
 	mm.QueueID = s.q.id
+	if topic != "" {
+		mm.Topic = topic
+	}
 	if mm.BornTimestamp == 0 {
 		mm.BornTimestamp = time.Now().UnixMilli()
 	}
@@ -244,6 +276,11 @@ func (s *sendState) encode(e *Engine, m *message.Message) error {
 	if id == "" {
 		id = e.ids.Next()
 		if s.buf, err = appendProperty(s.buf, start, message.PropertyUniqKey, id); err != nil {
+			return err
+		}
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		if s.buf, err = appendProperty(s.buf, start, extra[i], extra[i+1]); err != nil {
 			return err
 		}
 	}
