@@ -42,6 +42,9 @@ type Engine struct {
 
 	disp *dispatcher
 
+	pops      sync.Map // popKey → *popQueue
+	handleKey []byte   // authenticates receipt handles
+
 	bufs sync.Pool // *sendState
 
 	closed  atomic.Bool
@@ -77,8 +80,9 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		OnError: func(err error) { e.opts.Logger.Error("timer delivery failed; retrying", "err", err) },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	e.wg.Add(4)
+	e.wg.Add(5)
 	go e.disp.run()
+	go e.popFlushLoop()
 	go e.retentionLoop()
 	go func() { defer e.wg.Done(); e.sched.Run(ctx) }()
 	go func() { defer e.wg.Done(); <-e.closing; cancel() }()
@@ -114,6 +118,9 @@ func (e *Engine) open() error {
 	})
 	if err != nil {
 		return fmt.Errorf("engine: open commit log: %w", err)
+	}
+	if err := e.loadHandleKey(); err != nil {
+		return err
 	}
 	e.disp = newDispatcher(e)
 	return e.disp.recover()

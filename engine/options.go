@@ -58,6 +58,9 @@ type Options struct {
 	// DefaultQueues queues. Default false: sending to an unknown topic fails
 	// with ErrTopicNotFound.
 	AutoCreateTopics bool
+	// AutoCreateGroups creates an unknown consumer group, with default
+	// settings, when a consumer first uses it. Default false.
+	AutoCreateGroups bool
 	// DefaultQueues is the queue count of auto-created topics. Default 8.
 	DefaultQueues int32
 

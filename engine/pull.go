@@ -156,7 +156,7 @@ func (e *Engine) readEntries(ctx context.Context, q *queueState, res *PullResult
 			buf, err = e.log.Read(en.CommitLogOffset, buf)
 			if err != nil {
 				buf = buf[:start]
-				if e.skippable(err, en) {
+				if e.skippable(err, en.CommitLogOffset) {
 					continue
 				}
 				return err
@@ -190,16 +190,16 @@ func (e *Engine) readEntries(ctx context.Context, q *queueState, res *PullResult
 	return nil
 }
 
-// skippable reports whether a failed read of entry en should be skipped
-// (the record is corrupt or retention deleted it) rather than fail the
-// pull.
-func (e *Engine) skippable(err error, en queue.Entry) bool {
+// skippable reports whether a failed read of the record at clOffset should
+// be skipped (the record is corrupt or retention deleted it) rather than
+// fail the read.
+func (e *Engine) skippable(err error, clOffset int64) bool {
 	switch {
 	case errors.Is(err, commitlog.ErrCorrupt):
 		e.corrupt.Add(1)
-		e.opts.Logger.Error("skipping corrupt record", "offset", en.CommitLogOffset, "err", err)
+		e.opts.Logger.Error("skipping corrupt record", "offset", clOffset, "err", err)
 		return true
-	case en.CommitLogOffset < e.log.MinOffset():
+	case clOffset < e.log.MinOffset():
 		return true
 	}
 	return false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/karmanmq/karman/engine/message"
@@ -29,6 +28,8 @@ type topicState struct {
 	queues atomic.Pointer[[]*queueState]
 	next   atomic.Uint32 // round-robin queue choice
 
+	arrivals notifier // broadcast when any queue of the topic grows
+
 	msgsIn, bytesIn, msgsOut, bytesOut atomic.Int64
 }
 
@@ -48,8 +49,8 @@ type queueState struct {
 	min    atomic.Int64
 	minGen atomic.Int64
 
-	mu      sync.Mutex
-	arrived chan struct{} // closed when end advances; nil while nobody waits
+	arrivals      notifier  // broadcast when end advances
+	topicArrivals *notifier // the topic's, broadcast too (nil for light queues)
 }
 
 // advance publishes newEnd as the queue's dispatched end and wakes waiters.
@@ -58,30 +59,19 @@ func (q *queueState) advance(newEnd int64) {
 		return
 	}
 	q.end.Store(newEnd)
-	q.mu.Lock()
-	if q.arrived != nil {
-		close(q.arrived)
-		q.arrived = nil
+	q.arrivals.Broadcast()
+	if q.topicArrivals != nil {
+		q.topicArrivals.Broadcast()
 	}
-	q.mu.Unlock()
 }
 
 // wait returns once end > offset or ctx is done.
 func (q *queueState) wait(ctx context.Context, offset int64) error {
 	for {
+		ch := q.arrivals.Wait()
 		if q.end.Load() > offset {
 			return nil
 		}
-		q.mu.Lock()
-		if q.end.Load() > offset {
-			q.mu.Unlock()
-			return nil
-		}
-		if q.arrived == nil {
-			q.arrived = make(chan struct{})
-		}
-		ch := q.arrived
-		q.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -117,7 +107,7 @@ func (e *Engine) topic(name string) (*topicState, error) {
 func (e *Engine) loadTopic(cfg meta.Topic) (*topicState, error) {
 	t := &topicState{}
 	t.cfg.Store(&cfg)
-	qs, err := e.queueStates(cfg.Name, nil, cfg.Queues())
+	qs, err := e.queueStates(t, cfg.Name, nil, cfg.Queues())
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +116,8 @@ func (e *Engine) loadTopic(cfg meta.Topic) (*topicState, error) {
 	return v.(*topicState), nil
 }
 
-// queueStates extends have to n queues of topic.
-func (e *Engine) queueStates(topic string, have []*queueState, n int32) ([]*queueState, error) {
+// queueStates extends have to n queues of topic t.
+func (e *Engine) queueStates(t *topicState, topic string, have []*queueState, n int32) ([]*queueState, error) {
 	out := make([]*queueState, n)
 	copy(out, have)
 	for i := int32(len(have)); i < n; i++ {
@@ -135,6 +125,7 @@ func (e *Engine) queueStates(topic string, have []*queueState, n int32) ([]*queu
 		if err != nil {
 			return nil, err
 		}
+		q.topicArrivals = &t.arrivals
 		out[i] = q
 	}
 	return out, nil
@@ -248,7 +239,7 @@ func (e *Engine) putTopic(t meta.Topic) error {
 	ts := v.(*topicState)
 	old := *ts.queues.Load()
 	if n := t.Queues(); int(n) > len(old) {
-		qs, err := e.queueStates(t.Name, old, n)
+		qs, err := e.queueStates(ts, t.Name, old, n)
 		if err != nil {
 			return err
 		}

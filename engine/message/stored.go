@@ -350,3 +350,12 @@ func SetQueue(rec []byte, queueID int32, queueOffset int64) {
 	be.PutUint64(rec[offQueueOffset:], uint64(queueOffset))
 	be.PutUint32(rec[offQueueID:], uint32(queueID))
 }
+
+// SetReconsumeTimes writes the RECONSUMETIMES field of the record at the
+// start of rec, in place: the store uses it on a copy it delivers again. It
+// panics when rec is too short to hold the field.
+func SetReconsumeTimes(rec []byte, n int32) {
+	sysFlag := int32(be.Uint32(rec[offSysFlag:]))
+	at := offBornHost + hostLenFor(sysFlag, SysFlagBornHostV6) + 8 + hostLenFor(sysFlag, SysFlagStoreHostV6)
+	be.PutUint32(rec[at:], uint32(n))
+}

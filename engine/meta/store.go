@@ -321,3 +321,25 @@ func offsetPrefix(group, topic string) []byte {
 func offsetKey(group, topic string, queue int32) []byte {
 	return binary.BigEndian.AppendUint32(offsetPrefix(group, topic), uint32(queue))
 }
+
+// Secret returns a named secret of the broker (for example the key receipt
+// handles are authenticated with); ok is false when it is not set.
+func (s *Store) Secret(name string) (secret []byte, ok bool, err error) {
+	v, closer, err := s.db.Get(append([]byte{'s'}, name...))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("meta: read secret %s: %w", name, err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), true, nil
+}
+
+// PutSecret stores a named secret.
+func (s *Store) PutSecret(name string, secret []byte) error {
+	if err := s.db.Set(append([]byte{'s'}, name...), secret, pebble.Sync); err != nil {
+		return fmt.Errorf("meta: write secret %s: %w", name, err)
+	}
+	return nil
+}

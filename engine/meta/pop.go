@@ -1,0 +1,82 @@
+package meta
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/karmanmq/karman/engine/internal/kv"
+)
+
+// PopRecord is the persisted pop state of one (group, topic, queue), with
+// the consumer offset it implies.
+type PopRecord struct {
+	Group, Topic string
+	Queue        int32
+	State        []byte // opaque to this package
+	Offset       int64  // committed offset to store with it; negative for none
+}
+
+func popKey(group, topic string, queue int32) []byte {
+	k := make([]byte, 0, 8+len(group)+len(topic))
+	k = append(k, 'p', byte(len(group)))
+	k = append(k, group...)
+	k = append(k, byte(len(topic)))
+	k = append(k, topic...)
+	return binary.BigEndian.AppendUint32(k, uint32(queue))
+}
+
+// PopState returns the stored pop state of (group, topic, queue); ok is
+// false when there is none.
+func (s *Store) PopState(group, topic string, queue int32) (state []byte, ok bool, err error) {
+	v, closer, err := s.db.Get(popKey(group, topic, queue))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("meta: read pop state: %w", err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), true, nil
+}
+
+// SavePopStates writes pop states and their offsets in one batch. With
+// sync false the write may be lost in a crash of the machine or process;
+// pop state then falls back to an earlier point and messages are delivered
+// again (at least once).
+func (s *Store) SavePopStates(recs []PopRecord, sync bool) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	var v [8]byte
+	for _, r := range recs {
+		if err := b.Set(popKey(r.Group, r.Topic, r.Queue), r.State, nil); err != nil {
+			return err
+		}
+		if r.Offset >= 0 {
+			binary.BigEndian.PutUint64(v[:], uint64(r.Offset))
+			if err := b.Set(offsetKey(r.Group, r.Topic, r.Queue), v[:], nil); err != nil {
+				return err
+			}
+		}
+	}
+	opt := pebble.NoSync
+	if sync {
+		opt = pebble.Sync
+	}
+	if err := b.Commit(opt); err != nil {
+		return fmt.Errorf("meta: save pop states: %w", err)
+	}
+	return nil
+}
+
+// DeletePopStates removes the pop states of group in topic.
+func (s *Store) DeletePopStates(group, topic string) error {
+	p := popKey(group, topic, 0)
+	p = p[:len(p)-4]
+	if err := s.db.DeleteRange(p, kv.PrefixEnd(p), pebble.Sync); err != nil {
+		return fmt.Errorf("meta: delete pop states: %w", err)
+	}
+	return nil
+}

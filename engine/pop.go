@@ -1,0 +1,660 @@
+package engine
+
+import (
+	"context"
+	cryptorand "crypto/rand"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/engine/pop"
+)
+
+// Message-granularity consumption (RocketMQ 5 "pop").
+//
+// A pop hands a consumer of a group up to Max messages of a topic, from any
+// of its queues, and makes each invisible to the rest of the group for the
+// invisible duration. Ack retires a message; ChangeInvisible moves its
+// deadline (a short one is a negative acknowledgement). A message whose
+// deadline passes is delivered again, in place, with its attempt count
+// raised; one that would pass the group's max attempts goes to the group's
+// dead-letter topic instead. Messages that do not pass the filter are
+// acknowledged by the broker.
+//
+// FIFO groups deliver the messages of each message group (__SHARDINGKEY)
+// in queue order, one at a time: the next message of a group is delivered
+// only once the previous one is acknowledged or dead-lettered. Different
+// message groups proceed in parallel.
+//
+// Pop state lives in memory per (group, topic, queue) and is persisted by a
+// background flush every popFlushInterval and on Close; a crash of the
+// process can lose the last interval, which makes those messages visible
+// again (at-least-once delivery).
+
+// Errors of message-granularity consumption.
+var (
+	ErrInvalidHandle = pop.ErrInvalidHandle
+	ErrHandleExpired = errors.New("engine: receipt handle expired")
+)
+
+const (
+	popFlushInterval  = 20 * time.Millisecond
+	maxInflight       = 4096 // per (group, topic, queue)
+	fifoScanWindow    = 1024 // entries a FIFO pop examines per queue
+	minInvisible      = 10 * time.Millisecond
+	maxInvisible      = 12 * time.Hour
+	defaultInvisible  = 30 * time.Second
+	popKeyMetaHandles = "pop-handle-key"
+)
+
+// PopOptions describe one pop.
+type PopOptions struct {
+	Group string
+	Topic string
+	// Max is the most messages returned, 1..MaxPullMessages.
+	Max int
+	// Invisible is how long popped messages stay invisible. Default 30s.
+	Invisible time.Duration
+	// Filter selects messages; those it rejects are acknowledged. nil
+	// passes everything.
+	Filter Filter
+	// Wait is how long to wait for a message when none is visible (long
+	// polling); 0 returns at once.
+	Wait time.Duration
+	// MaxAttempts overrides the group's max delivery attempts when > 0.
+	MaxAttempts int32
+	// AttemptID identifies a receive attempt: a FIFO pop that repeats the
+	// attempt id of the pop that blocked a message group gets that pop's
+	// messages again instead of nothing (a client retrying a lost
+	// response).
+	AttemptID string
+}
+
+// PoppedMessage is one delivered message.
+type PoppedMessage struct {
+	// Record is the stored record, with RECONSUMETIMES set to Attempt-1.
+	Record   []byte
+	Handle   string
+	Attempt  int32
+	Queue    int32
+	Offset   int64
+	Deadline time.Time // invisible until then
+}
+
+type popKey struct {
+	group, topic string
+	queue        int32
+}
+
+type popQueue struct {
+	key   popKey
+	mu    sync.Mutex
+	st    *pop.Queue
+	dirty bool
+}
+
+// popQueue returns the pop state of key, loading it on first use.
+func (e *Engine) popQueue(key popKey, q *queueState) (*popQueue, error) {
+	if v, ok := e.pops.Load(key); ok {
+		return v.(*popQueue), nil
+	}
+	st, err := e.loadPopState(key, q)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := e.pops.LoadOrStore(key, &popQueue{key: key, st: st})
+	return v.(*popQueue), nil
+}
+
+func (e *Engine) loadPopState(key popKey, q *queueState) (*pop.Queue, error) {
+	data, ok, err := e.meta.PopState(key.group, key.topic, key.queue)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		st := &pop.Queue{}
+		if err := st.UnmarshalBinary(data); err == nil {
+			return st, nil
+		}
+		e.opts.Logger.Error("corrupt pop state; starting from the committed offset", "group", key.group, "topic", key.topic, "queue", key.queue)
+	}
+	off, err := e.meta.Offset(key.group, key.topic, key.queue)
+	if err != nil {
+		// A new group reads a queue from its start while the start is
+		// still stored, as RocketMQ's brokers answer new consumers.
+		min, merr := e.queueMin(q)
+		if merr != nil {
+			return nil, merr
+		}
+		off = q.end.Load()
+		if min == 0 {
+			off = 0
+		}
+	}
+	return pop.NewQueue(off), nil
+}
+
+// Pop delivers up to opts.Max visible messages of opts.Topic to a consumer
+// of opts.Group, waiting up to opts.Wait for one to arrive.
+func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, error) {
+	if err := e.checkPop(&opts); err != nil {
+		return nil, err
+	}
+	t, err := e.topic(opts.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if !t.cfg.Load().Perm.Readable() {
+		return nil, fmt.Errorf("%w: topic %s is not readable", ErrNoPermission, opts.Topic)
+	}
+	g, err := e.ensureGroup(opts.Group)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = g.Attempts()
+	}
+	var deadline <-chan time.Time
+	if opts.Wait > 0 {
+		tm := time.NewTimer(opts.Wait)
+		defer tm.Stop()
+		deadline = tm.C
+	}
+	for {
+		arrived := t.arrivals.Wait()
+		out, next, err := e.popOnce(ctx, t, g, &opts)
+		if err != nil || len(out) > 0 || opts.Wait <= 0 {
+			return out, err
+		}
+		var expiry <-chan time.Time
+		if next > 0 {
+			tm := time.NewTimer(time.Until(time.UnixMilli(next)))
+			expiry = tm.C
+			defer tm.Stop()
+		}
+		select {
+		case <-arrived:
+		case <-expiry:
+		case <-deadline:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-e.closing:
+			return nil, ErrClosed
+		}
+	}
+}
+
+func (e *Engine) checkPop(o *PopOptions) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	if err := message.ValidateGroup(o.Group); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidGroup, err)
+	}
+	if o.Max <= 0 || o.Max > MaxPullMessages {
+		return fmt.Errorf("%w: pop of %d messages (want 1..%d)", ErrInvalidArgument, o.Max, MaxPullMessages)
+	}
+	if o.Invisible == 0 {
+		o.Invisible = defaultInvisible
+	}
+	if o.Invisible < minInvisible || o.Invisible > maxInvisible {
+		return fmt.Errorf("%w: invisible duration %s outside %s..%s", ErrInvalidArgument, o.Invisible, minInvisible, maxInvisible)
+	}
+	return nil
+}
+
+// ensureGroup returns a group's configuration, creating it with defaults
+// when consumers may create groups.
+func (e *Engine) ensureGroup(name string) (meta.Group, error) {
+	g, err := e.meta.Group(name)
+	if err == nil || !errors.Is(err, ErrGroupNotFound) || !e.opts.AutoCreateGroups {
+		return g, err
+	}
+	g, _, err = e.meta.CreateGroup(meta.Group{Name: name})
+	return g, err
+}
+
+// popOnce tries every readable queue once, starting at a random one. It
+// returns the messages and the earliest in-flight deadline seen (0 for
+// none).
+func (e *Engine) popOnce(ctx context.Context, t *topicState, g meta.Group, o *PopOptions) ([]PoppedMessage, int64, error) {
+	qs := *t.queues.Load()
+	n := min(int(t.cfg.Load().ReadQueues), len(qs))
+	var out []PoppedMessage
+	var next int64
+	start := rand.IntN(n)
+	for i := 0; i < n && len(out) < o.Max; i++ {
+		q := qs[(start+i)%n]
+		pq, err := e.popQueue(popKey{g.Name, o.Topic, q.id}, q)
+		if err != nil {
+			return out, 0, err
+		}
+		var d int64
+		if g.FIFO {
+			out, d, err = e.popFIFO(ctx, q, pq, o, out)
+		} else {
+			out, d, err = e.popQueueOnce(ctx, q, pq, o, out)
+		}
+		if err != nil {
+			return out, 0, err
+		}
+		if d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	return out, next, nil
+}
+
+// popQueueOnce pops from one queue of a concurrent group: expired messages
+// first, then new ones.
+func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, int64, error) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	st := pq.st
+	now := time.Now().UnixMilli()
+	for _, off := range st.Expired(now) {
+		if len(out) == o.Max {
+			break
+		}
+		var err error
+		if out, err = e.redeliver(q, pq, off, now, o, out); err != nil {
+			return out, 0, err
+		}
+	}
+	end := q.end.Load()
+	for len(out) < o.Max && st.Cursor < end && len(st.Inflight) < maxInflight {
+		if err := ctx.Err(); err != nil {
+			return out, 0, err
+		}
+		entries, err := e.queues.Entries(q.topic, q.id, st.Cursor, min(o.Max-len(out), maxInflight-len(st.Inflight)), nil)
+		if err != nil {
+			return out, 0, err
+		}
+		if len(entries) == 0 {
+			st.Cursor = end // entries below were deleted by retention
+			pq.dirty = true
+			break
+		}
+		for _, en := range entries {
+			if en.Offset >= end {
+				break
+			}
+			st.Cursor = en.Offset + 1
+			pq.dirty = true
+			rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter)
+			if err != nil {
+				return out, 0, err
+			}
+			if !ok {
+				st.Finish(en.Offset)
+				continue
+			}
+			f := &pop.Inflight{Attempt: 1}
+			out = e.deliver(q, pq, en.Offset, f, rec, now, o, out)
+		}
+	}
+	return out, st.NextDeadline(), nil
+}
+
+// redeliver hands out an expired message again, or dead-letters it when
+// it has used up its attempts.
+func (e *Engine) redeliver(q *queueState, pq *popQueue, off, now int64, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, error) {
+	f := pq.st.Inflight[off]
+	rec, ok, err := e.popRecordAt(q, off, o.Filter)
+	if err != nil {
+		return out, err
+	}
+	if !ok {
+		pq.st.Finish(off)
+		pq.dirty = true
+		return out, nil
+	}
+	if f.Attempt >= o.MaxAttempts {
+		if err := e.deadLetter(pq.key.group, rec, f.Attempt); err != nil {
+			return out, err
+		}
+		pq.st.Finish(off)
+		pq.dirty = true
+		return out, nil
+	}
+	f.Attempt++
+	return e.deliver(q, pq, off, f, rec, now, o, out), nil
+}
+
+// deliver records a delivery of the message at off and appends it to out.
+func (e *Engine) deliver(q *queueState, pq *popQueue, off int64, f *pop.Inflight, rec []byte, now int64, o *PopOptions, out []PoppedMessage) []PoppedMessage {
+	f.Deadline = now + o.Invisible.Milliseconds()
+	f.Nonce = rand.Uint32()
+	f.AttemptID = o.AttemptID
+	pq.st.Inflight[off] = f
+	pq.dirty = true
+	message.SetReconsumeTimes(rec, f.Attempt-1)
+	h := pop.Handle{Topic: q.topic, Queue: q.id, Offset: off, Nonce: f.Nonce, Deadline: f.Deadline}
+	return append(out, PoppedMessage{
+		Record:   rec,
+		Handle:   h.Encode(e.handleKey, pq.key.group),
+		Attempt:  f.Attempt,
+		Queue:    q.id,
+		Offset:   off,
+		Deadline: time.UnixMilli(f.Deadline),
+	})
+}
+
+// popRecordAt reads the record at queue offset off; ok is false when it is
+// gone or the filter rejects it.
+func (e *Engine) popRecordAt(q *queueState, off int64, f Filter) ([]byte, bool, error) {
+	en, ok, err := e.queues.Get(q.topic, q.id, off)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return e.popRecord(q, en.CommitLogOffset, en.TagHash, f)
+}
+
+// popRecord reads a record for delivery; ok is false when it is gone,
+// corrupt, or rejected by the filter.
+func (e *Engine) popRecord(q *queueState, clOffset, tagHash int64, f Filter) ([]byte, bool, error) {
+	if f != nil && !f.MatchTagHash(tagHash) {
+		return nil, false, nil
+	}
+	rec, err := e.log.Read(clOffset, nil)
+	if err != nil {
+		if e.skippable(err, clOffset) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	if f != nil {
+		h, err := message.PeekStored(rec)
+		if err != nil || !f.Match(h.Properties) {
+			return nil, false, nil
+		}
+	}
+	return rec, true, nil
+}
+
+// Ack acknowledges the delivery named by handle.
+func (e *Engine) Ack(ctx context.Context, group, handle string) error {
+	pq, h, _, err := e.inflight(group, handle)
+	if err != nil {
+		return err
+	}
+	pq.st.Finish(h.Offset)
+	pq.dirty = true
+	pq.mu.Unlock()
+	e.wakePops(h.Topic)
+	return nil
+}
+
+// wakePops wakes pops waiting on topic: a message became visible or a FIFO
+// message group was unblocked.
+func (e *Engine) wakePops(topic string) {
+	if v, ok := e.topics.Load(topic); ok {
+		v.(*topicState).arrivals.Broadcast()
+	}
+}
+
+// ChangeInvisible sets the message named by handle to become visible after
+// d from now and returns the handle that names it from then on (the old one
+// stops working).
+func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d time.Duration) (string, error) {
+	if d < 0 || d > maxInvisible {
+		return "", fmt.Errorf("%w: invisible duration %s outside 0..%s", ErrInvalidArgument, d, maxInvisible)
+	}
+	pq, h, f, err := e.inflight(group, handle)
+	if err != nil {
+		return "", err
+	}
+	defer pq.mu.Unlock()
+	f.Deadline = time.Now().Add(d).UnixMilli()
+	f.Nonce = rand.Uint32()
+	pq.dirty = true
+	h.Nonce, h.Deadline = f.Nonce, f.Deadline
+	if d == 0 {
+		e.wakePops(h.Topic) // visible now
+	}
+	return h.Encode(e.handleKey, group), nil
+}
+
+// DeadLetter sends the message named by handle to the group's dead-letter
+// topic and acknowledges it.
+func (e *Engine) DeadLetter(ctx context.Context, group, handle string) error {
+	pq, h, f, err := e.inflight(group, handle)
+	if err != nil {
+		return err
+	}
+	defer pq.mu.Unlock()
+	q, err := e.readQueue(h.Topic, h.Queue)
+	if err != nil {
+		return err
+	}
+	rec, ok, err := e.popRecordAt(q, h.Offset, nil)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := e.deadLetter(group, rec, f.Attempt); err != nil {
+			return err
+		}
+	}
+	pq.st.Finish(h.Offset)
+	pq.dirty = true
+	e.wakePops(h.Topic)
+	return nil
+}
+
+// inflight resolves a handle to its in-flight entry and returns with the
+// entry's queue locked.
+func (e *Engine) inflight(group, handle string) (*popQueue, pop.Handle, *pop.Inflight, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, pop.Handle{}, nil, err
+	}
+	h, err := pop.DecodeHandle(handle, e.handleKey, group)
+	if err != nil {
+		return nil, h, nil, err
+	}
+	q, err := e.readQueue(h.Topic, h.Queue)
+	if err != nil {
+		return nil, h, nil, fmt.Errorf("%w: %w", ErrInvalidHandle, err)
+	}
+	pq, err := e.popQueue(popKey{group, h.Topic, h.Queue}, q)
+	if err != nil {
+		return nil, h, nil, err
+	}
+	pq.mu.Lock()
+	f, ok := pq.st.Inflight[h.Offset]
+	if !ok || f.Nonce != h.Nonce {
+		pq.mu.Unlock()
+		return nil, h, nil, fmt.Errorf("%w: message %s/%d@%d was acknowledged, redelivered or its lease changed", ErrHandleExpired, h.Topic, h.Queue, h.Offset)
+	}
+	return pq, h, f, nil
+}
+
+// deadLetter stores a copy of rec in the group's dead-letter topic.
+func (e *Engine) deadLetter(group string, rec []byte, attempts int32) error {
+	m, _, err := message.DecodeStored(rec)
+	if err != nil {
+		return fmt.Errorf("engine: dead-letter: %w", err)
+	}
+	dlq := message.DLQTopic(group)
+	q, err := e.systemQueue(dlq)
+	if err != nil {
+		return err
+	}
+	if m.Properties == nil {
+		m.Properties = map[string]string{}
+	}
+	origin := m.Topic
+	if rt := m.Properties[message.PropertyRetryTopic]; rt != "" {
+		origin = rt
+	}
+	m.Properties[message.PropertyDLQOriginTopic] = origin
+	m.Properties[message.PropertyDLQOriginMessageID] = m.ID()
+	m.Properties[message.PropertyRetryTopic] = origin
+	m.ReconsumeTimes = attempts
+	m.Topic = dlq
+	s := e.bufs.Get().(*sendState)
+	defer e.put(s)
+	msgs := [1]*message.Message{m}
+	return e.store(s, nil, q, msgs[:], "", nil)
+}
+
+// flushPops persists every changed pop state.
+func (e *Engine) flushPops(sync bool) error {
+	var recs []meta.PopRecord
+	e.pops.Range(func(k, v any) bool {
+		pq := v.(*popQueue)
+		pq.mu.Lock()
+		if pq.dirty {
+			data, _ := pq.st.MarshalBinary()
+			recs = append(recs, meta.PopRecord{Group: pq.key.group, Topic: pq.key.topic, Queue: pq.key.queue, State: data, Offset: pq.st.AckedBelow})
+			pq.dirty = false
+		}
+		pq.mu.Unlock()
+		return true
+	})
+	if len(recs) == 0 {
+		return nil
+	}
+	return e.meta.SavePopStates(recs, sync)
+}
+
+func (e *Engine) popFlushLoop() {
+	defer e.wg.Done()
+	t := time.NewTicker(popFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.closing:
+			if err := e.flushPops(true); err != nil {
+				e.opts.Logger.Error("saving pop state failed", "err", err)
+			}
+			return
+		case <-t.C:
+			if err := e.flushPops(false); err != nil {
+				e.opts.Logger.Error("saving pop state failed", "err", err)
+			}
+		}
+	}
+}
+
+// loadHandleKey reads (creating on first open) the key receipt handles are
+// authenticated with, so handles stay valid across restarts.
+func (e *Engine) loadHandleKey() error {
+	key, ok, err := e.meta.Secret(popKeyMetaHandles)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		key = make([]byte, 32)
+		cryptorand.Read(key)
+		if err := e.meta.PutSecret(popKeyMetaHandles, key); err != nil {
+			return err
+		}
+	}
+	e.handleKey = key
+	return nil
+}
+
+// popFIFO pops from one queue of a FIFO group: per message group, the
+// first message not yet done is delivered when no earlier message of the
+// group is in flight.
+func (e *Engine) popFIFO(ctx context.Context, q *queueState, pq *popQueue, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, int64, error) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	st := pq.st
+	now := time.Now().UnixMilli()
+	end := q.end.Load()
+	entries, err := e.queues.Entries(q.topic, q.id, st.AckedBelow, fifoScanWindow, nil)
+	if err != nil {
+		return out, 0, err
+	}
+	blocked := map[string]bool{}
+	for _, en := range entries {
+		if len(out) == o.Max || en.Offset >= end || len(st.Inflight) >= maxInflight {
+			break
+		}
+		off := en.Offset
+		if st.Done[off] {
+			continue
+		}
+		if f, ok := st.Inflight[off]; ok {
+			if out, err = e.fifoInflight(q, pq, en.CommitLogOffset, en.TagHash, off, f, blocked, now, o, out); err != nil {
+				return out, 0, err
+			}
+			continue
+		}
+		st.Cursor = max(st.Cursor, off+1)
+		pq.dirty = true
+		rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter)
+		if err != nil {
+			return out, 0, err
+		}
+		if !ok {
+			st.Finish(off)
+			continue
+		}
+		group := messageGroup(rec)
+		if blocked[group] {
+			continue
+		}
+		blocked[group] = true
+		out = e.deliver(q, pq, off, &pop.Inflight{Attempt: 1, Group: group}, rec, now, o, out)
+	}
+	if err := ctx.Err(); err != nil {
+		return out, 0, err
+	}
+	return out, st.NextDeadline(), nil
+}
+
+// fifoInflight handles an in-flight message met by a FIFO pop: it blocks
+// its group while invisible; once expired it is delivered again (or
+// dead-lettered after its last attempt); a repeated receive attempt gets
+// it again at once.
+func (e *Engine) fifoInflight(q *queueState, pq *popQueue, clOffset, tagHash, off int64, f *pop.Inflight, blocked map[string]bool, now int64, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, error) {
+	if blocked[f.Group] {
+		return out, nil
+	}
+	expired := f.Deadline <= now
+	retry := o.AttemptID != "" && f.AttemptID == o.AttemptID
+	if !expired && !retry {
+		blocked[f.Group] = true
+		return out, nil
+	}
+	rec, ok, err := e.popRecord(q, clOffset, tagHash, o.Filter)
+	if err != nil {
+		return out, err
+	}
+	if !ok {
+		pq.st.Finish(off)
+		pq.dirty = true
+		return out, nil
+	}
+	if expired {
+		if f.Attempt >= o.MaxAttempts {
+			if err := e.deadLetter(pq.key.group, rec, f.Attempt); err != nil {
+				return out, err
+			}
+			pq.st.Finish(off)
+			pq.dirty = true
+			return out, nil
+		}
+		f.Attempt++
+	}
+	blocked[f.Group] = true
+	return e.deliver(q, pq, off, f, rec, now, o, out), nil
+}
+
+// messageGroup returns the FIFO message group of a stored record.
+func messageGroup(rec []byte) string {
+	h, err := message.PeekStored(rec)
+	if err != nil {
+		return ""
+	}
+	g, _ := message.LookupProperty(h.Properties, message.PropertyShardingKey)
+	return string(g)
+}
