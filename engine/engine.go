@@ -18,6 +18,7 @@ import (
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/engine/queue"
+	"github.com/karmanmq/karman/engine/registry"
 	"github.com/karmanmq/karman/engine/timer"
 )
 
@@ -41,6 +42,9 @@ type Engine struct {
 	lmqs      sync.Map     // light queue name → *queueState
 
 	disp *dispatcher
+
+	events  eventBus
+	clients *registry.Registry
 
 	pops      sync.Map // popKey → *popQueue
 	handleKey []byte   // authenticates receipt handles
@@ -69,7 +73,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: create data dir: %w", err)
 	}
-	e := &Engine{opts: o, dir: dir, closing: make(chan struct{})}
+	e := &Engine{opts: o, dir: dir, closing: make(chan struct{}), clients: registry.New(registry.Options{})}
 	e.ids = message.NewGenerator(o.StoreHost.Addr())
 	e.bufs.New = func() any { return new(sendState) }
 	if err := e.open(); err != nil {
@@ -83,7 +87,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	e.wg.Add(5)
 	go e.disp.run()
 	go e.popFlushLoop()
-	go e.retentionLoop()
+	go e.maintenanceLoop()
 	go func() { defer e.wg.Done(); e.sched.Run(ctx) }()
 	go func() { defer e.wg.Done(); <-e.closing; cancel() }()
 	return e, nil
@@ -151,10 +155,23 @@ func (e *Engine) closeStores() error {
 	return errors.Join(errs...)
 }
 
-func (e *Engine) retentionLoop() {
+// clientExpiryInterval is how often clients silent for too long are
+// dropped from the registry.
+const clientExpiryInterval = 10 * time.Second
+
+// Clients returns the registry of connected producers and consumers, which
+// every front-end shares: heartbeats, subscriptions, queue locks and the
+// change stream (Clients().Watch) that tells front-ends when a group's
+// membership changes.
+func (e *Engine) Clients() *registry.Registry { return e.clients }
+
+// maintenanceLoop runs retention and client expiry.
+func (e *Engine) maintenanceLoop() {
 	defer e.wg.Done()
 	t := time.NewTicker(e.opts.RetentionInterval)
 	defer t.Stop()
+	expire := time.NewTicker(clientExpiryInterval)
+	defer expire.Stop()
 	for {
 		select {
 		case <-e.closing:
@@ -163,6 +180,8 @@ func (e *Engine) retentionLoop() {
 			if _, err := e.ApplyRetention(now); err != nil {
 				e.opts.Logger.Error("retention failed", "err", err)
 			}
+		case <-expire.C:
+			e.clients.Expire()
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -310,11 +311,10 @@ func TestPopFIFOConcurrent(t *testing.T) {
 				if len(got) == 0 {
 					return
 				}
-				for i, b := range bodies(t, got) {
-					var key string
+				for _, b := range bodies(t, got) {
+					key, num, _ := strings.Cut(b, ":")
 					var n int
-					fmt.Sscanf(b, "g%d:%d", new(int), &n)
-					key = b[:len(b)-len(fmt.Sprint(n))-1]
+					fmt.Sscan(num, &n)
 					mu.Lock()
 					if inflight[key] {
 						t.Errorf("two messages of group %s in flight at once", key)
@@ -325,8 +325,10 @@ func TestPopFIFOConcurrent(t *testing.T) {
 					last[key] = n
 					inflight[key] = true
 					mu.Unlock()
+				}
+				for i, b := range bodies(t, got) {
 					mu.Lock()
-					inflight[key] = false
+					inflight[b[:strings.IndexByte(b, ':')]] = false // before the ack that unblocks the group
 					mu.Unlock()
 					if err := e.Ack(ctx, "F", got[i].Handle); err != nil {
 						t.Error(err)

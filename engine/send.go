@@ -148,7 +148,8 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 			return err
 		}
 	}
-	due, err := e.dueTime(msgs, time.Now().UnixMilli())
+	// Round up, so a delay never ends before the full delay has passed.
+	due, err := e.dueTime(msgs, (time.Now().UnixNano()+999_999)/1_000_000)
 	if err != nil {
 		return err
 	}
