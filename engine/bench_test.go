@@ -3,7 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/karmanmq/karman/engine/message"
 )
@@ -102,4 +105,50 @@ func BenchmarkPull32(b *testing.B) {
 			off = 0
 		}
 	}
+}
+
+// BenchmarkPopAck pops 1 KiB messages in batches of 32 with 4 consumers and
+// acknowledges each.
+func BenchmarkPopAck(b *testing.B) {
+	e := benchEngine(b, &Options{AutoCreateGroups: true})
+	ctx := context.Background()
+	batch := make([]*message.Message, 32)
+	for i := range batch {
+		batch[i] = &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
+	}
+	total := b.N + 4*32*8
+	for sent := 0; sent < total; sent += 32 {
+		if _, err := e.SendBatch(ctx, batch, AnyQueue); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done.Load() < int64(b.N) {
+				got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "B", Max: 32, Invisible: time.Minute})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for _, p := range got {
+					if err := e.Ack(ctx, "G", p.Handle); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+				done.Add(int64(len(got)))
+			}
+		}()
+	}
+	wg.Wait()
 }

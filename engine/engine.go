@@ -17,6 +17,7 @@ import (
 	"github.com/karmanmq/karman/engine/internal/kv"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/engine/pop"
 	"github.com/karmanmq/karman/engine/queue"
 	"github.com/karmanmq/karman/engine/registry"
 	"github.com/karmanmq/karman/engine/timer"
@@ -46,8 +47,8 @@ type Engine struct {
 	events  eventBus
 	clients *registry.Registry
 
-	pops      sync.Map // popKey → *popQueue
-	handleKey []byte   // authenticates receipt handles
+	pops    sync.Map    // popKey → *popQueue
+	handles *pop.Signer // issues and checks receipt handles
 
 	bufs sync.Pool // *sendState
 

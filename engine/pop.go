@@ -337,7 +337,7 @@ func (e *Engine) deliver(q *queueState, pq *popQueue, off int64, f *pop.Inflight
 	h := pop.Handle{Topic: q.topic, Queue: q.id, Offset: off, Nonce: f.Nonce, Deadline: f.Deadline}
 	return append(out, PoppedMessage{
 		Record:   rec,
-		Handle:   h.Encode(e.handleKey, pq.key.group),
+		Handle:   e.handles.Encode(h, pq.key.group),
 		Attempt:  f.Attempt,
 		Queue:    q.id,
 		Offset:   off,
@@ -417,7 +417,7 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 	if d == 0 {
 		e.wakePops(h.Topic) // visible now
 	}
-	return h.Encode(e.handleKey, group), nil
+	return e.handles.Encode(h, group), nil
 }
 
 // DeadLetter sends the message named by handle to the group's dead-letter
@@ -453,7 +453,7 @@ func (e *Engine) inflight(group, handle string) (*popQueue, pop.Handle, *pop.Inf
 	if err := e.checkOpen(); err != nil {
 		return nil, pop.Handle{}, nil, err
 	}
-	h, err := pop.DecodeHandle(handle, e.handleKey, group)
+	h, err := e.handles.Decode(handle, group)
 	if err != nil {
 		return nil, h, nil, err
 	}
@@ -556,7 +556,7 @@ func (e *Engine) loadHandleKey() error {
 			return err
 		}
 	}
-	e.handleKey = key
+	e.handles = pop.NewSigner(key)
 	return nil
 }
 

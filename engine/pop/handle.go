@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ErrInvalidHandle reports a receipt handle that is malformed, forged or
@@ -25,30 +27,63 @@ type Handle struct {
 
 const macLen = 8
 
-// Encode returns the handle's text, authenticated with key for group.
-func (h Handle) Encode(key []byte, group string) string {
-	body := "1 " + h.Topic + " " + strconv.Itoa(int(h.Queue)) + " " + strconv.FormatInt(h.Offset, 10) + " " +
-		strconv.FormatUint(uint64(h.Nonce), 10) + " " + strconv.FormatInt(h.Deadline, 10)
-	return body + " " + hex.EncodeToString(mac(key, group, body))
+// Signer issues and checks receipt handles with one secret key. It is safe
+// for concurrent use.
+type Signer struct {
+	macs sync.Pool // hash.Hash: HMAC-SHA256 keyed once, reset per use
 }
 
-func mac(key []byte, group, body string) []byte {
-	m := hmac.New(sha256.New, key)
+// NewSigner returns a Signer keyed with key.
+func NewSigner(key []byte) *Signer {
+	key = append([]byte(nil), key...)
+	return &Signer{macs: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
+}
+
+// Encode returns the handle's text, authenticated for group.
+func (s *Signer) Encode(h Handle, group string) string {
+	b := make([]byte, 0, 64+len(h.Topic))
+	b = append(b, "1 "...)
+	b = append(b, h.Topic...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(h.Queue), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, h.Offset, 10)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(h.Nonce), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, h.Deadline, 10)
+	var sum [sha256.Size]byte
+	m := s.mac(group, b, sum[:0])
+	b = append(b, ' ')
+	b = hex.AppendEncode(b, m)
+	return string(b)
+}
+
+func (s *Signer) mac(group string, body, dst []byte) []byte {
+	m := s.macs.Get().(hash.Hash)
+	m.Reset()
 	m.Write([]byte(group))
 	m.Write([]byte{0})
-	m.Write([]byte(body))
-	return m.Sum(nil)[:macLen]
+	m.Write(body)
+	dst = m.Sum(dst)
+	s.macs.Put(m)
+	return dst[:macLen]
 }
 
-// DecodeHandle parses and authenticates a handle issued to group.
-func DecodeHandle(s string, key []byte, group string) (Handle, error) {
+// Decode parses and authenticates a handle issued to group.
+func (s *Signer) Decode(text, group string) (Handle, error) {
+	return decodeHandle(s, text, group)
+}
+
+func decodeHandle(signer *Signer, s, group string) (Handle, error) {
 	i := strings.LastIndexByte(s, ' ')
 	if i < 0 {
 		return Handle{}, fmt.Errorf("%w: no MAC", ErrInvalidHandle)
 	}
 	body, sum := s[:i], s[i+1:]
 	got, err := hex.DecodeString(sum)
-	if err != nil || !hmac.Equal(got, mac(key, group, body)) {
+	var want [sha256.Size]byte
+	if err != nil || !hmac.Equal(got, signer.mac(group, []byte(body), want[:0])) {
 		return Handle{}, fmt.Errorf("%w: not issued to group %s by this broker", ErrInvalidHandle, group)
 	}
 	f := strings.Split(body, " ")
