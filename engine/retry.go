@@ -101,7 +101,7 @@ func (e *Engine) retry(group string, m *message.Message, delay time.Duration) er
 	t, _ := e.topic(rt)
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
-	return e.schedule(s, t, rq, m, time.Now().Add(delay).UnixMilli())
+	return e.schedule(s, t, rq, m, dueAfter(delay))
 }
 
 // ResendDeadLetter puts the dead letter msgID of group back on the topic it

@@ -40,6 +40,12 @@ var DefaultDelayLevels = []time.Duration{
 // timer entry it retires: "due,offset".
 const propertyTimerSource = "TIMER_SRC"
 
+// dueAfter returns the time d from now in ms since the epoch, rounded up
+// so that a delay never ends before all of it has passed.
+func dueAfter(d time.Duration) int64 {
+	return (time.Now().Add(d).UnixNano() + 999_999) / 1_000_000
+}
+
 // dueTime returns when msgs should be delivered, in ms since the epoch, or
 // 0 for now.
 func (e *Engine) dueTime(msgs []*message.Message, now int64) (int64, error) {

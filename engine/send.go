@@ -148,8 +148,7 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 			return err
 		}
 	}
-	// Round up, so a delay never ends before the full delay has passed.
-	due, err := e.dueTime(msgs, (time.Now().UnixNano()+999_999)/1_000_000)
+	due, err := e.dueTime(msgs, dueAfter(0))
 	if err != nil {
 		return err
 	}

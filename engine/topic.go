@@ -282,6 +282,7 @@ func (e *Engine) DeleteTopic(name string) error {
 	}
 	e.topics.Delete(name)
 	e.topicsGen.Add(1)
+	e.dropPops(func(k popKey) bool { return k.topic == name })
 	if err := e.queues.DeleteTopic(name); err != nil {
 		return err
 	}
@@ -313,7 +314,22 @@ func (e *Engine) DeleteGroup(name string) error {
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
-	return e.meta.DeleteGroup(name)
+	if err := e.meta.DeleteGroup(name); err != nil {
+		return err
+	}
+	e.dropPops(func(k popKey) bool { return k.group == name })
+	return nil
+}
+
+// dropPops forgets the in-memory pop state of every key that match
+// selects.
+func (e *Engine) dropPops(match func(popKey) bool) {
+	e.pops.Range(func(k, _ any) bool {
+		if match(k.(popKey)) {
+			e.pops.Delete(k)
+		}
+		return true
+	})
 }
 
 // Group returns a consumer group's configuration.

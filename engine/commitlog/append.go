@@ -74,16 +74,21 @@ func (l *Log) write(recs [][]byte, s Stamper, offs []int64, total int) (end int6
 	done := false
 	defer func() {
 		if !done {
-			// s panicked: drop the frames written so far, which were never
-			// published, so that they cannot surface later.
+			// s panicked or the batch changed: drop the frames written so
+			// far, which were never published, so that they cannot surface
+			// later.
 			clear(seg.data[start : start+total])
 		}
 	}()
-	pos := start
+	pos, limit := start, start+total
 	for i, rec := range recs {
 		off := seg.base + int64(pos)
 		if s != nil {
 			s.Stamp(i, rec, off)
+		}
+		if pos+int(FrameSize(len(rec))) > limit {
+			// recs changed under us (the Stamper replaced a record).
+			return 0, fmt.Errorf("commitlog: append: record %d changed size during the append", i)
 		}
 		pos += putRecord(seg.data, pos, off, rec)
 		if offs != nil {
@@ -141,7 +146,17 @@ func (l *Log) nextSegment(base int64) (*segment, error) {
 			l.logger.Warn("commitlog: preallocating a segment failed; retrying", "base", base, "err", r.err)
 		}
 	}
-	s, err := createSegment(l.dir, base, l.segSize, l.now())
+	return l.createSegment(base)
+}
+
+// createSegment creates the segment at base and counts its bytes.
+func (l *Log) createSegment(base int64) (*segment, error) {
+	if h := l.opts.hooks; h != nil && h.create != nil {
+		if err := h.create(base); err != nil {
+			return nil, fmt.Errorf("commitlog: create segment %s: %w", segmentName(base), err)
+		}
+	}
+	s, err := createSegmentFile(l.dir, base, l.segSize, l.now())
 	if err != nil {
 		return nil, err
 	}
@@ -168,10 +183,7 @@ func (l *Log) preallocLoop() {
 		case <-l.stop:
 			return
 		case base := <-l.preReq:
-			s, err := createSegment(l.dir, base, l.segSize, l.now())
-			if err == nil {
-				l.diskBytes.Add(l.segSize)
-			}
+			s, err := l.createSegment(base)
 			l.preRes <- preallocated{seg: s, err: err}
 		}
 	}

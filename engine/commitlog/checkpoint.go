@@ -33,53 +33,67 @@ func openCheckpoint(dir string) (*checkpointFile, error) {
 	return &checkpointFile{f: f}, nil
 }
 
-// read returns the flushed offset the checkpoint holds. A checkpoint that
-// is missing or unusable returns ok false and why.
-func (c *checkpointFile) read(segSize int64) (off int64, ok bool, why string) {
+// checkpoint is what the checkpoint file says.
+type checkpoint struct {
+	offset int64 // every frame before it was durable when it was written
+	clean  bool  // written by Close: nothing at or after offset was ever written
+}
+
+// flagClean marks a checkpoint written by Close.
+const flagClean = 1
+
+// read returns the checkpoint. One that is missing or unusable returns ok
+// false and why.
+func (c *checkpointFile) read(segSize int64) (ck checkpoint, ok bool, why string) {
 	var b [checkpointSize]byte
 	n, err := c.f.ReadAt(b[:], 0)
 	switch {
 	case n == 0 && errors.Is(err, io.EOF):
-		return 0, false, "no checkpoint"
+		return ck, false, "no checkpoint"
 	case n < checkpointSize:
-		return 0, false, fmt.Sprintf("short checkpoint (%d bytes)", n)
+		return ck, false, fmt.Sprintf("short checkpoint (%d bytes)", n)
 	}
 	return decodeCheckpoint(b[:], segSize)
 }
 
-func decodeCheckpoint(b []byte, segSize int64) (off int64, ok bool, why string) {
+func decodeCheckpoint(b []byte, segSize int64) (ck checkpoint, ok bool, why string) {
 	le := binary.LittleEndian
 	switch {
 	case le.Uint32(b[28:]) != crc32.Checksum(b[:28], castagnoli):
-		return 0, false, "checkpoint checksum mismatch"
+		return ck, false, "checkpoint checksum mismatch"
 	case le.Uint32(b[0:]) != checkpointMagic:
-		return 0, false, "bad checkpoint magic"
+		return ck, false, "bad checkpoint magic"
 	case le.Uint32(b[4:]) != checkpointVersion:
-		return 0, false, fmt.Sprintf("unknown checkpoint version %d", le.Uint32(b[4:]))
+		return ck, false, fmt.Sprintf("unknown checkpoint version %d", le.Uint32(b[4:]))
 	case int64(le.Uint64(b[16:])) != segSize:
-		return 0, false, fmt.Sprintf("checkpoint written with segment size %d", int64(le.Uint64(b[16:])))
+		return ck, false, fmt.Sprintf("checkpoint written with segment size %d", int64(le.Uint64(b[16:])))
 	}
-	off = int64(le.Uint64(b[8:]))
-	if off < 0 || off%frameAlign != 0 {
-		return 0, false, fmt.Sprintf("checkpoint offset %d is not a frame boundary", off)
+	ck.offset = int64(le.Uint64(b[8:]))
+	ck.clean = le.Uint32(b[24:])&flagClean != 0
+	if ck.offset < 0 || ck.offset%frameAlign != 0 {
+		return ck, false, fmt.Sprintf("checkpoint offset %d is not a frame boundary", ck.offset)
 	}
-	return off, true, ""
+	return ck, true, ""
 }
 
-func encodeCheckpoint(b []byte, off, segSize int64) {
+func encodeCheckpoint(b []byte, ck checkpoint, segSize int64) {
 	le := binary.LittleEndian
+	var flags uint32
+	if ck.clean {
+		flags |= flagClean
+	}
 	le.PutUint32(b[0:], checkpointMagic)
 	le.PutUint32(b[4:], checkpointVersion)
-	le.PutUint64(b[8:], uint64(off))
+	le.PutUint64(b[8:], uint64(ck.offset))
 	le.PutUint64(b[16:], uint64(segSize))
-	le.PutUint32(b[24:], 0)
+	le.PutUint32(b[24:], flags)
 	le.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
 }
 
-// write durably replaces the checkpoint with off. A write torn by a crash
-// fails its CRC and makes recovery scan from the first segment.
-func (c *checkpointFile) write(off, segSize int64) error {
-	encodeCheckpoint(c.buf[:], off, segSize)
+// write durably replaces the checkpoint. A write torn by a crash fails its
+// CRC and makes recovery scan from the first segment.
+func (c *checkpointFile) write(ck checkpoint, segSize int64) error {
+	encodeCheckpoint(c.buf[:], ck, segSize)
 	if _, err := c.f.WriteAt(c.buf[:], 0); err != nil {
 		return fmt.Errorf("commitlog: write checkpoint: %w", err)
 	}

@@ -16,11 +16,14 @@ func (l *Log) Flush() error {
 
 // flush syncs [FlushedOffset, EndOffset), publishes the new flushed offset
 // and wakes the appenders it covers. It then writes the checkpoint if
-// checkpoint is set or FlushInterval has passed since the last one. A sync
+// force is set or FlushInterval has passed since the last one. A sync
 // failure is permanent.
-func (l *Log) flush(checkpoint bool) error {
+func (l *Log) flush(force bool) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	if l.ck == nil {
+		return ErrClosed
+	}
 	if err := l.failure(); err != nil {
 		return err
 	}
@@ -48,8 +51,8 @@ func (l *Log) flush(checkpoint bool) error {
 		}
 	}
 	flushed := l.flushed.Load()
-	if flushed > l.ckOffset && (checkpoint || time.Since(l.ckTime) >= l.opts.FlushInterval) {
-		if err := l.ck.write(flushed, l.segSize); err != nil {
+	if flushed > l.ckOffset && (force || time.Since(l.ckTime) >= l.opts.FlushInterval) {
+		if err := l.ck.write(checkpoint{offset: flushed}, l.segSize); err != nil {
 			// The records are durable; a stale checkpoint only makes
 			// recovery scan further.
 			l.logger.Warn("commitlog: checkpoint not written", "err", err)

@@ -36,6 +36,10 @@ func offsetCRC(off int64) uint32 {
 	return ^c
 }
 
+// reasonZero is why a frame whose header is all zeros is invalid: nothing
+// was written there.
+const reasonZero = "zero header"
+
 type frameKind uint8
 
 const (
@@ -94,7 +98,7 @@ func decodeFrame(data []byte, pos int, off int64, limit int) frame {
 		return frame{kind: frameMarker, size: len(data) - pos}
 	case 0:
 		if sum == 0 && n == 0 {
-			return frame{reason: "zero header"}
+			return frame{reason: reasonZero}
 		}
 	}
 	return frame{reason: "bad magic"}

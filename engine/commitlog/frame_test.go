@@ -62,7 +62,7 @@ func TestDecodeFrame(t *testing.T) {
 		{name: "bad length", build: then(rec(0, "hello"), poke(8, 1)), kind: frameInvalid, reason: "checksum mismatch"},
 		{name: "huge length", build: then(rec(0, "hello"), poke(11, 0x80)), kind: frameInvalid, reason: "record length exceeds segment"},
 		{name: "payload flip", build: then(rec(0, "hello"), poke(13, 4)), kind: frameInvalid, reason: "checksum mismatch"},
-		{name: "beyond limit", build: rec(0, "hello"), limit: 16, kind: frameRecord, length: 5},
+		{name: "within limit", build: rec(0, "hello"), limit: 24, kind: frameRecord, length: 5},
 		{name: "truncated by limit", build: rec(0, "hello world"), limit: 16, kind: frameInvalid, reason: "truncated record"},
 		{name: "header beyond limit", build: rec(0, "hello"), limit: 8, kind: frameInvalid, reason: "truncated frame header"},
 		{name: "moved frame", build: func(d []byte) {
@@ -107,7 +107,7 @@ func TestFindFrame(t *testing.T) {
 	if p, nz := findFrame(d, 0, 8, len(d), len(d)); p != 1000 || nz != 1008 {
 		t.Fatalf("findFrame = %d, %d; want 1000, 1008", p, nz)
 	}
-	d[1020] ^= 1
+	d[1014] ^= 1
 	if p, nz := findFrame(d, 0, 8, len(d), len(d)); p != -1 || nz != 1024 {
 		t.Fatalf("findFrame = %d, %d; want -1, 1024", p, nz)
 	}

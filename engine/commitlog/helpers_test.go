@@ -21,8 +21,8 @@ type logRecorder struct {
 }
 
 func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler     { return r }
-func (r *logRecorder) WithGroup(string) slog.Handler          { return r }
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
 func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
 	var b strings.Builder
 	b.WriteString(rec.Level.String() + " " + rec.Message)
@@ -161,7 +161,7 @@ func flipBit(t testing.TB, dir string, segSize, off int64) {
 func writeCheckpoint(t testing.TB, dir string, off, segSize int64) {
 	t.Helper()
 	var b [checkpointSize]byte
-	encodeCheckpoint(b[:], off, segSize)
+	encodeCheckpoint(b[:], checkpoint{offset: off}, segSize)
 	if err := os.WriteFile(filepath.Join(dir, checkpointName), b[:], 0o644); err != nil {
 		t.Fatal(err)
 	}

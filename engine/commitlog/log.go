@@ -42,10 +42,10 @@ type Log struct {
 	segMu     sync.Mutex
 	diskBytes atomic.Int64
 
-	syncMu     sync.Mutex // one flush at a time; guards ck and the fields below
-	ck         *checkpointFile
-	ckOffset   int64     // last offset written to the checkpoint
-	ckTime     time.Time // when it was written
+	syncMu     sync.Mutex      // one flush at a time; guards ck and the fields below
+	ck         *checkpointFile // nil once closed
+	ckOffset   int64           // last offset written to the checkpoint
+	ckTime     time.Time       // when it was written
 	flushMu    sync.Mutex
 	flushCond  sync.Cond // signaled (under flushMu) when flushed, flushErr or flusherDone change
 	flushErr   error
@@ -188,13 +188,12 @@ func (l *Log) load() error {
 	// The writer appends to the segment holding end; when end is at the
 	// boundary after the last segment, that segment does not exist yet.
 	if len(segs) == 0 || end == segs[len(segs)-1].base+l.segSize {
-		s, err := createSegment(l.dir, end, l.segSize, l.now())
+		s, err := l.createSegment(end)
 		if err != nil {
 			return err
 		}
 		segs = append(segs, s)
 		l.segs.Store(&segs)
-		l.diskBytes.Add(l.segSize)
 	}
 	l.active = segs[len(segs)-1]
 	l.pos = int(end - l.active.base)
@@ -207,7 +206,8 @@ func (l *Log) load() error {
 		return fmt.Errorf("commitlog: open: %w", err)
 	}
 	l.flushed.Store(end)
-	if err := l.ck.write(end, l.segSize); err != nil {
+	// From here on the log is in use: the checkpoint must not say clean.
+	if err := l.ck.write(checkpoint{offset: end}, l.segSize); err != nil {
 		return err
 	}
 	l.ckOffset, l.ckTime = end, time.Now()
@@ -232,6 +232,13 @@ func (l *Log) Close() error {
 	l.background.Wait()
 
 	err := l.flush(true)
+	if err == nil {
+		// Everything is durable and nothing lies past the end: say so, and
+		// the next Open need not look past it.
+		l.syncMu.Lock()
+		err = l.ck.write(checkpoint{offset: l.flushed.Load(), clean: true}, l.segSize)
+		l.syncMu.Unlock()
+	}
 	l.flushMu.Lock()
 	l.flushDone = true
 	l.flushCond.Broadcast()
@@ -252,9 +259,12 @@ func (l *Log) Close() error {
 		l.prePending = false
 	}
 	l.releaseAll()
+	l.syncMu.Lock()
 	if cerr := l.ck.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("commitlog: close checkpoint: %w", cerr)
 	}
+	l.ck = nil
+	l.syncMu.Unlock()
 	if cerr := l.lock.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("commitlog: unlock: %w", cerr)
 	}

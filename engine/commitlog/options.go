@@ -99,6 +99,9 @@ type testHooks struct {
 	// synced is called after a flush made [0, to) durable and before any
 	// appender waiting for it is woken.
 	synced func(to int64)
+	// create, if it returns an error, makes creating the segment at base
+	// fail with it.
+	create func(base int64) error
 }
 
 // EnsureDefaults fills in the default of every field left at its zero value

@@ -93,7 +93,9 @@ func (l *Log) scanSegment(s *segment, off, end int64, fn func(off, next int64, p
 			pos += f.size
 			continue
 		case frameMarker, frameTail:
-			return s.base + l.segSize, nil
+			// The next segment. (Only a checkpoint that lies could put
+			// the end after a marker in the same segment; stop there.)
+			return min(s.base+l.segSize, end), nil
 		}
 		q, _ := findFrame(s.data, s.base, pos+frameAlign, limit, limit)
 		if q < 0 {

@@ -25,14 +25,18 @@ func (r *recovery) run() (from int64, err error) {
 	ck, ok, why := l.ck.read(l.segSize)
 	switch {
 	case !ok:
-	case ck < first:
-		ok, why = false, fmt.Sprintf("checkpoint %d is before the first segment", ck)
-	case ck > last:
-		ok, why = false, fmt.Sprintf("checkpoint %d is past the last segment", ck)
+	case ck.offset < first:
+		ok, why = false, fmt.Sprintf("checkpoint %d is before the first segment", ck.offset)
+	case ck.offset > last:
+		ok, why = false, fmt.Sprintf("checkpoint %d is past the last segment", ck.offset)
 	}
 	from = first
+	cleanEnd := int64(-1) // where a clean shutdown left the end
 	if ok {
-		from = ck
+		from = ck.offset
+		if ck.clean {
+			cleanEnd = ck.offset
+		}
 	} else {
 		l.logger.Warn("commitlog: checkpoint not usable; scanning from the first segment",
 			"reason", why, "from", first)
@@ -56,6 +60,12 @@ func (r *recovery) run() (from int64, err error) {
 		case frameMarker, frameTail:
 			i, pos = i+1, 0
 			continue
+		}
+		if at := seg.base + int64(pos); at == cleanEnd && i == len(r.segs)-1 && f.reason == reasonZero {
+			// Close left the log here, and wrote nothing after it:
+			// no need to look further.
+			r.end = at
+			return from, nil
 		}
 		j, q, nonZeroEnd := r.findLater(i, pos)
 		if j >= 0 {
@@ -89,6 +99,11 @@ func (r *recovery) findLater(i, pos int) (j, q, nonZeroEnd int) {
 func (r *recovery) search(i, from int) (q, nonZeroEnd int) {
 	seg, size := r.segs[i], int(r.l.segSize)
 	q, nonZeroEnd = -1, -1
+	// Reading ahead would pull the holes that follow into the page cache,
+	// where the file system then reports them as data: keep to the pages
+	// actually looked at.
+	adviseRandom(seg.data, true)
+	defer adviseRandom(seg.data, false)
 	dataRanges(r.files[i], int64(from), int64(size), func(a, b int64) bool {
 		p, z := findFrame(seg.data, seg.base, max(int(a), from), int(b), size)
 		nonZeroEnd = max(nonZeroEnd, z)

@@ -81,10 +81,10 @@ func parseSegmentName(name string) (int64, bool) {
 	return base, err == nil
 }
 
-// createSegment creates the segment file for base at full size, durably,
+// createSegmentFile creates the segment file for base at full size, durably,
 // and maps it. The file is built under a temporary name and renamed, so a
 // segment file with a final name always has its full size.
-func createSegment(dir string, base, size int64, now time.Time) (*segment, error) {
+func createSegmentFile(dir string, base, size int64, now time.Time) (*segment, error) {
 	name := segmentName(base)
 	path := filepath.Join(dir, name)
 	tmp := path + tmpSuffix

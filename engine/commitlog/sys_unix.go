@@ -49,3 +49,13 @@ var pageSize = os.Getpagesize()
 func msync(b []byte) error {
 	return unix.Msync(b, unix.MS_SYNC)
 }
+
+// adviseRandom turns read-ahead for the mapping b off (or back on). It is
+// only a hint; errors are ignored.
+func adviseRandom(b []byte, random bool) {
+	advice := unix.MADV_NORMAL
+	if random {
+		advice = unix.MADV_RANDOM
+	}
+	_ = unix.Madvise(b, advice)
+}

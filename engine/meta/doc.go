@@ -11,6 +11,8 @@
 //	't' name                                  → JSON Topic
 //	'g' name                                  → JSON Group
 //	'o' len(group) group len(topic) topic qid → big-endian int64 offset
+//	'p' len(group) group len(topic) topic qid → pop state (package pop)
+//	's' name                                  → a broker secret
 //
 // A Store is safe for concurrent use.
 package meta

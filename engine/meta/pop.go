@@ -19,13 +19,19 @@ type PopRecord struct {
 	Offset       int64  // committed offset to store with it; negative for none
 }
 
-func popKey(group, topic string, queue int32) []byte {
-	k := make([]byte, 0, 8+len(group)+len(topic))
+func popGroupPrefix(group string) []byte {
+	k := make([]byte, 0, 8+len(group))
 	k = append(k, 'p', byte(len(group)))
-	k = append(k, group...)
-	k = append(k, byte(len(topic)))
-	k = append(k, topic...)
-	return binary.BigEndian.AppendUint32(k, uint32(queue))
+	return append(k, group...)
+}
+
+func popTopicPrefix(group, topic string) []byte {
+	k := append(popGroupPrefix(group), byte(len(topic)))
+	return append(k, topic...)
+}
+
+func popKey(group, topic string, queue int32) []byte {
+	return binary.BigEndian.AppendUint32(popTopicPrefix(group, topic), uint32(queue))
 }
 
 // PopState returns the stored pop state of (group, topic, queue); ok is
@@ -73,8 +79,7 @@ func (s *Store) SavePopStates(recs []PopRecord, sync bool) error {
 
 // DeletePopStates removes the pop states of group in topic.
 func (s *Store) DeletePopStates(group, topic string) error {
-	p := popKey(group, topic, 0)
-	p = p[:len(p)-4]
+	p := popTopicPrefix(group, topic)
 	if err := s.db.DeleteRange(p, kv.PrefixEnd(p), pebble.Sync); err != nil {
 		return fmt.Errorf("meta: delete pop states: %w", err)
 	}

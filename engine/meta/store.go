@@ -153,9 +153,10 @@ func (s *Store) DeleteTopic(name string) error {
 		return err
 	}
 	for g := range s.groups {
-		p := offsetPrefix(g, name)
-		if err := b.DeleteRange(p, kv.PrefixEnd(p), nil); err != nil {
-			return err
+		for _, p := range [][]byte{offsetPrefix(g, name), popTopicPrefix(g, name)} {
+			if err := b.DeleteRange(p, kv.PrefixEnd(p), nil); err != nil {
+				return err
+			}
 		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
@@ -226,9 +227,10 @@ func (s *Store) DeleteGroup(name string) error {
 	if err := b.Delete(append([]byte{'g'}, name...), nil); err != nil {
 		return err
 	}
-	p := groupOffsetPrefix(name)
-	if err := b.DeleteRange(p, kv.PrefixEnd(p), nil); err != nil {
-		return err
+	for _, p := range [][]byte{groupOffsetPrefix(name), popGroupPrefix(name)} {
+		if err := b.DeleteRange(p, kv.PrefixEnd(p), nil); err != nil {
+			return err
+		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("meta: delete group %s: %w", name, err)
