@@ -1,0 +1,205 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxHeaderLength is the largest header the 24-bit length field can carry.
+const MaxHeaderLength = 1<<24 - 1
+
+// AppendTo appends c as one complete frame, length prefix included, with a
+// header of serialize type typ, and returns the extended buffer. On error
+// it returns dst unchanged. ExtFields keys are written in sorted order so
+// the output is deterministic.
+//
+// Errors: ErrUnknownSerializeType for a typ other than JSON or RocketMQ;
+// ErrOutOfRange when the header exceeds MaxHeaderLength, the frame exceeds
+// math.MaxInt32 bytes, or (binary only) Code or Version do not fit in 16
+// bits or a key is longer than 32767 bytes.
+func (c *Command) AppendTo(dst []byte, typ SerializeType) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, byte(typ), 0, 0, 0)
+	hdrStart := len(dst)
+	var err error
+	switch typ {
+	case JSON:
+		dst = c.appendJSONHeader(dst)
+	case RocketMQ:
+		dst, err = c.appendBinaryHeader(dst)
+	default:
+		return dst[:start], fmt.Errorf("%w: cannot encode header type %d", ErrUnknownSerializeType, byte(typ))
+	}
+	if err != nil {
+		return dst[:start], err
+	}
+	hlen := len(dst) - hdrStart
+	if hlen > MaxHeaderLength {
+		return dst[:start], fmt.Errorf("%w: header is %d bytes, limit %d", ErrOutOfRange, hlen, MaxHeaderLength)
+	}
+	total := 4 + hlen + len(c.Body)
+	if total > math.MaxInt32 {
+		return dst[:start], fmt.Errorf("%w: frame is %d bytes, limit %d", ErrOutOfRange, total, math.MaxInt32)
+	}
+	dst = append(dst, c.Body...)
+	binary.BigEndian.PutUint32(dst[start:], uint32(total))
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(typ)<<24|uint32(hlen))
+	return dst, nil
+}
+
+// EncodedLen returns an upper bound of the frame size AppendTo produces
+// for the JSON header type (escaping can only shrink below the bound), and
+// the exact size for the binary type. It is meant for sizing buffers.
+func (c *Command) EncodedLen(typ SerializeType) int {
+	n := 8 + len(c.Body)
+	if typ == RocketMQ {
+		n += 21 + len(c.Remark)
+		for k, v := range c.ExtFields {
+			n += 6 + len(k) + len(v)
+		}
+		return n
+	}
+	// Fixed keys and punctuation, then worst-case escapes (6 bytes per
+	// input byte).
+	n += 160 + 6*len(c.Remark)
+	for k, v := range c.ExtFields {
+		n += 6 + 6*(len(k)+len(v))
+	}
+	return n
+}
+
+// sortedKeys returns the keys of m in order, using buf as backing store
+// when it is large enough.
+func sortedKeys(m map[string]string, buf []string) []string {
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (c *Command) appendJSONHeader(dst []byte) []byte {
+	dst = append(dst, `{"code":`...)
+	dst = strconv.AppendInt(dst, int64(c.Code), 10)
+	dst = append(dst, `,"language":`...)
+	if name, ok := c.Language.name(); ok {
+		dst = append(dst, '"')
+		dst = append(dst, name...)
+		dst = append(dst, '"')
+	} else {
+		// No name to write: keep the number, which the decoder accepts.
+		dst = strconv.AppendInt(dst, int64(c.Language), 10)
+	}
+	dst = append(dst, `,"version":`...)
+	dst = strconv.AppendInt(dst, int64(c.Version), 10)
+	dst = append(dst, `,"opaque":`...)
+	dst = strconv.AppendInt(dst, int64(c.Opaque), 10)
+	dst = append(dst, `,"flag":`...)
+	dst = strconv.AppendInt(dst, int64(c.Flag), 10)
+	dst = append(dst, `,"remark":`...)
+	dst = appendJSONString(dst, c.Remark)
+	if len(c.ExtFields) > 0 {
+		dst = append(dst, `,"extFields":{`...)
+		var buf [32]string
+		for i, k := range sortedKeys(c.ExtFields, buf[:]) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			dst = appendJSONString(dst, c.ExtFields[k])
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"serializeTypeCurrentRPC":"JSON"}`...)
+	return dst
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string. Quotes, backslashes and all
+// control characters are escaped; invalid UTF-8 becomes \ufffd.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+func (c *Command) appendBinaryHeader(dst []byte) ([]byte, error) {
+	if c.Code > math.MaxInt16 || c.Code < math.MinInt16 {
+		return dst, fmt.Errorf("%w: code %d does not fit the binary header's int16 (use a JSON header or RequestCode.Canonical)", ErrOutOfRange, c.Code)
+	}
+	if c.Version > math.MaxInt16 || c.Version < math.MinInt16 {
+		return dst, fmt.Errorf("%w: version %d does not fit the binary header's int16", ErrOutOfRange, c.Version)
+	}
+	if len(c.Remark) > MaxHeaderLength {
+		return dst, fmt.Errorf("%w: remark is %d bytes", ErrOutOfRange, len(c.Remark))
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(c.Code)))
+	dst = append(dst, byte(c.Language))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(c.Version)))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Opaque))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Flag))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Remark)))
+	dst = append(dst, c.Remark...)
+	extAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	if len(c.ExtFields) > 0 {
+		var buf [32]string
+		for _, k := range sortedKeys(c.ExtFields, buf[:]) {
+			v := c.ExtFields[k]
+			if len(k) > math.MaxInt16 {
+				return dst, fmt.Errorf("%w: extFields key of %d bytes exceeds 32767", ErrOutOfRange, len(k))
+			}
+			if len(v) > MaxHeaderLength {
+				return dst, fmt.Errorf("%w: extFields[%q] is %d bytes", ErrOutOfRange, k, len(v))
+			}
+			dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+			dst = append(dst, k...)
+			dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+			dst = append(dst, v...)
+		}
+	}
+	binary.BigEndian.PutUint32(dst[extAt:], uint32(len(dst)-extAt-4))
+	return dst, nil
+}

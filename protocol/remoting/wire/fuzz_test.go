@@ -1,0 +1,149 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+)
+
+func isWireError(err error) bool {
+	return errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrUnknownSerializeType)
+}
+
+// FuzzDecode feeds arbitrary bytes (a frame without its length prefix) to
+// the decoder in both modes and to a Reader. Valid frames must survive
+// decode → encode → decode unchanged, and re-encoding must be stable.
+func FuzzDecode(f *testing.F) {
+	f.Add(rawFrame(JSON, exampleHeader, "hello"))
+	f.Add(rawFrame(JSON, `{"code":200050,"language":"JAVA","extFields":{"n":42}}`, ""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lenient, lerr := Decode(data)
+		strict, serr := DecodeOptions{StrictExtFields: true}.Decode(data)
+		if lerr != nil && !isWireError(lerr) {
+			t.Fatalf("untyped error %T: %v", lerr, lerr)
+		}
+		if serr != nil && !isWireError(serr) {
+			t.Fatalf("untyped strict error %T: %v", serr, serr)
+		}
+		if serr == nil && (lerr != nil || !sameCommand(strict, lenient)) {
+			t.Fatalf("strict accepted what lenient did not decode the same way: %v", lerr)
+		}
+		if lerr == nil {
+			enc, err := lenient.AppendTo(nil, lenient.SerializeType)
+			if err != nil {
+				if errors.Is(err, ErrOutOfRange) && len(data) > MaxHeaderLength/6 {
+					return
+				}
+				t.Fatalf("re-encode: %v (%+v)", err, lenient)
+			}
+			if n := lenient.EncodedLen(lenient.SerializeType); len(enc) > n {
+				t.Fatalf("EncodedLen %d < frame %d", n, len(enc))
+			}
+			again, err := DecodeFrame(enc)
+			if err != nil {
+				t.Fatalf("decode of re-encoded frame: %v\n%q", err, enc)
+			}
+			if !sameCommand(lenient, again) {
+				t.Fatalf("round trip changed the command:\n%+v\n%+v", lenient, again)
+			}
+			enc2, err := again.AppendTo(nil, again.SerializeType)
+			if err != nil || !bytes.Equal(enc, enc2) {
+				t.Fatalf("encoding not stable: %v", err)
+			}
+		}
+		// The same bytes as a stream of frames.
+		r := NewReader(bytes.NewReader(data), DecodeOptions{MaxFrameSize: 1 << 20})
+		for range 64 {
+			_, err := r.ReadCommand()
+			if err == nil {
+				continue
+			}
+			if err != io.EOF && err != io.ErrUnexpectedEOF && !isWireError(err) {
+				t.Fatalf("reader: untyped error %T: %v", err, err)
+			}
+			break
+		}
+	})
+}
+
+// FuzzDecodeBatch checks that batch decoding never panics and that valid
+// bodies re-encode to the same bytes (MAGICCODE and BODYCRC aside, which
+// the encoder writes as zero).
+func FuzzDecodeBatch(f *testing.F) {
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		entries, err := DecodeBatch(body)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("untyped error %T: %v", err, err)
+			}
+			return
+		}
+		enc, err := AppendBatch(nil, entries)
+		if err != nil {
+			// Properties above 32767 bytes decode (uint16) but do not encode.
+			if errors.Is(err, ErrOutOfRange) {
+				return
+			}
+			t.Fatal(err)
+		}
+		if len(enc) != len(body) {
+			t.Fatalf("re-encoded %d bytes, input %d", len(enc), len(body))
+		}
+		for off := 0; off < len(body); {
+			total := int(int32(be32(body[off:])))
+			copy(enc[off+4:off+12], body[off+4:off+12])
+			off += total
+		}
+		if !bytes.Equal(enc, body) {
+			t.Fatal("re-encoding differs")
+		}
+	})
+}
+
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// FuzzJSONString checks the hand-written string scanner and encoder
+// against encoding/json.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"\u0001\u0002"`, `"\ud83d\ude00"`, `"\ud800"`, "\"\xff\"", `"\"\\\/\b\f\n\r\t"`, `"é"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		// Decoding: a complete JSON string literal must decode as the
+		// standard library decodes it, and be rejected when it rejects it.
+		var std string
+		stdErr := json.Unmarshal(in, &std)
+		s := &jsonScanner{data: in, strict: true}
+		got, err := s.readString()
+		s.skipWS() // the standard library allows whitespace around the value
+		ours := err == nil && s.pos == len(in)
+		stdIsString := stdErr == nil && len(in) > 0 && in[0] == '"'
+		if ours != stdIsString {
+			t.Fatalf("input %q: ours ok=%v (%v), stdlib ok=%v (%v)", in, ours, err, stdIsString, stdErr)
+		}
+		if ours && string(got) != std {
+			t.Fatalf("input %q: ours %q, stdlib %q", in, got, std)
+		}
+		// Encoding: our output must decode (by both decoders) to what the
+		// standard library's own encoding decodes to.
+		enc := appendJSONString(nil, string(in))
+		var want, back string
+		stdEnc, _ := json.Marshal(string(in))
+		if err := json.Unmarshal(stdEnc, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(enc, &back); err != nil || back != want {
+			t.Fatalf("encoded %q: stdlib decodes %q (%v), want %q", enc, back, err, want)
+		}
+		s = &jsonScanner{data: enc, strict: true}
+		got, err = s.readString()
+		if err != nil || string(got) != want || s.pos != len(enc) {
+			t.Fatalf("encoded %q: we decode %q (%v), want %q", enc, got, err, want)
+		}
+	})
+}

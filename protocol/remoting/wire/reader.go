@@ -1,0 +1,61 @@
+package wire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+)
+
+// readBufferSize is the size of the Reader's input buffer.
+const readBufferSize = 64 << 10
+
+// Reader reads frames from a byte stream. After an error other than io.EOF
+// at a frame boundary the stream position is lost and the Reader should
+// be discarded together with its connection.
+type Reader struct {
+	r    *bufio.Reader
+	opts DecodeOptions
+	hdr  [4]byte
+}
+
+// NewReader returns a Reader that buffers r and decodes with opts.
+func NewReader(r io.Reader, opts DecodeOptions) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, readBufferSize), opts: opts}
+}
+
+// ReadFrame reads one frame and returns the bytes after its length prefix
+// in a newly allocated buffer. It returns io.EOF when the stream ends
+// cleanly between frames and io.ErrUnexpectedEOF when it ends inside one;
+// a length prefix below 4 fails with ErrMalformed and one above
+// MaxFrameSize with ErrFrameTooLarge.
+func (r *Reader) ReadFrame() ([]byte, error) {
+	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(r.hdr[:]))
+	if n < 4 {
+		return nil, malformed("frame", 0, "length prefix %d is below the minimum of 4", n)
+	}
+	if limit := r.opts.maxFrameSize(); int(n) > limit {
+		return nil, &DecodeError{Kind: ErrFrameTooLarge, Part: "frame", Offset: 0,
+			Detail: "length prefix " + itoa(int(n)) + " exceeds the limit of " + itoa(limit)}
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r.r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
+// ReadCommand reads and decodes one frame.
+func (r *Reader) ReadCommand() (*Command, error) {
+	frame, err := r.ReadFrame()
+	if err != nil {
+		return nil, err
+	}
+	return r.opts.Decode(frame)
+}
