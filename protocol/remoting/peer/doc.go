@@ -1,6 +1,9 @@
-// Package client is a small RocketMQ remoting client: one TCP connection
-// to one address, with many requests in flight at once. It is used by
-// administration tools, load generators and tests; it does no routing,
+// Package peer is one end of a RocketMQ remoting connection: one TCP
+// connection with many requests in flight at once in both directions. A
+// client dials a Peer (administration tools, load generators, tests); the
+// server wraps every accepted connection in a Peer, whose Handler serves
+// the client's requests and whose Invoke sends the server's own requests
+// (transaction checks, consumer notifications). It does no routing,
 // retrying or reconnecting.
 //
 // # Frames
@@ -12,20 +15,19 @@
 //	| int32    | u8   | uint24      |          |      |
 //	+----------+--------------------+----------+------+
 //
-// Requests carry an opaque chosen by the client (a per-client counter);
-// the server's response carries the same opaque with the response flag
-// set, in any order. Requests the server sends to the client (transaction
-// checks, consumer notifications) arrive on the same connection without
-// the response flag and go to Options.Handler.
+// Requests carry an opaque chosen by the sender (a per-Peer counter); the
+// response carries the same opaque with the response flag set, in any
+// order. Requests from the other end arrive without the response flag and
+// go to Options.Handler.
 //
 // # Concurrency
 //
-// A Client is safe for concurrent use. Invoke may be called from many
+// A Peer is safe for concurrent use. Invoke may be called from many
 // goroutines; each call encodes its frame on the calling goroutine and
 // hands it to a single writer goroutine, which batches whatever is queued
 // into one buffered write and flush. A single reader goroutine decodes
 // incoming frames, completes the matching Invoke, and runs Handler on a
-// new goroutine per server request so a slow handler never stalls
+// new goroutine per incoming request so a slow handler never stalls
 // responses. Invoke never modifies the caller's command and does not keep
 // it after returning.
 //
@@ -34,4 +36,4 @@
 // is closed. Close fails pending calls with ErrClosed, cancels the context
 // passed to handlers, and waits for the reader, the writer and all
 // handlers to return.
-package client
+package peer

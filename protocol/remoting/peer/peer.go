@@ -1,4 +1,4 @@
-package client
+package peer
 
 import (
 	"bufio"
@@ -16,17 +16,17 @@ import (
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
-// Errors. Errors returned by a Client wrap one of these and say which
+// Errors. Errors returned by a Peer wrap one of these and say which
 // request and address they concern.
 var (
 	// ErrClosed: the client was closed by Close.
-	ErrClosed = errors.New("client: closed")
+	ErrClosed = errors.New("peer: closed")
 	// ErrConnectionLost: the connection failed; the error also wraps the
 	// cause (io.EOF, a net error, a wire decoding error).
-	ErrConnectionLost = errors.New("client: connection lost")
+	ErrConnectionLost = errors.New("peer: connection lost")
 	// ErrTimeout: no response arrived in time. When the deadline came from
 	// the caller's context the error also wraps context.DeadlineExceeded.
-	ErrTimeout = errors.New("client: request timed out")
+	ErrTimeout = errors.New("peer: request timed out")
 )
 
 // Defaults for Options.
@@ -38,11 +38,11 @@ const (
 	maxPooledBuffer       = 1 << 20
 )
 
-// Handler answers requests the server sends to the client.
+// Handler answers the requests that the other end sends.
 type Handler interface {
 	// HandleRequest returns the response to req, or nil to send none. The
-	// client sets the response's opaque and response flag, and drops it
-	// when req is oneway. ctx is cancelled when the client closes.
+	// Peer sets the response's opaque and response flag, and drops it
+	// when req is oneway. ctx is cancelled when the Peer closes.
 	HandleRequest(ctx context.Context, req *wire.Command) *wire.Command
 }
 
@@ -54,7 +54,7 @@ func (f HandlerFunc) HandleRequest(ctx context.Context, req *wire.Command) *wire
 	return f(ctx, req)
 }
 
-// Options configures a Client. The zero value is ready to use.
+// Options configures a Peer. The zero value is ready to use.
 type Options struct {
 	// DialTimeout bounds connecting when the context given to Dial has no
 	// earlier deadline. Default DefaultDialTimeout (3 s).
@@ -70,7 +70,7 @@ type Options struct {
 	// QueueLength is how many encoded frames may wait for the writer
 	// before Invoke blocks. Default DefaultQueueLength (1024).
 	QueueLength int
-	// Handler answers server-initiated requests. Default: answer
+	// Handler answers requests from the other end. Default: answer
 	// REQUEST_CODE_NOT_SUPPORTED (nothing for oneway requests).
 	Handler Handler
 	// TLS, when set, makes Dial use TLS with this configuration.
@@ -98,8 +98,8 @@ func (o *Options) ensureDefaults() {
 	}
 }
 
-// Client is a multiplexed connection to one remoting server.
-type Client struct {
+// Peer is one multiplexed remoting connection, from either end.
+type Peer struct {
 	conn   net.Conn
 	addr   string
 	opts   Options
@@ -139,7 +139,7 @@ func putBuf(b *[]byte) {
 }
 
 // Dial connects to addr ("host:port") and starts the client.
-func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
+func Dial(ctx context.Context, addr string, opts Options) (*Peer, error) {
 	opts.ensureDefaults()
 	d := &net.Dialer{Timeout: opts.DialTimeout}
 	var (
@@ -152,15 +152,15 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		conn, err = d.DialContext(ctx, "tcp", addr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
+		return nil, fmt.Errorf("peer: dial %s: %w", addr, err)
 	}
 	return New(conn, opts), nil
 }
 
 // New starts a client on an established connection, which it then owns.
-func New(conn net.Conn, opts Options) *Client {
+func New(conn net.Conn, opts Options) *Peer {
 	opts.ensureDefaults()
-	c := &Client{
+	c := &Peer{
 		conn:    conn,
 		addr:    conn.RemoteAddr().String(),
 		opts:    opts,
@@ -176,15 +176,15 @@ func New(conn net.Conn, opts Options) *Client {
 }
 
 // Addr returns the server address.
-func (c *Client) Addr() string { return c.addr }
+func (c *Peer) Addr() string { return c.addr }
 
 // Done is closed when the connection is shut down, by Close or by an
 // error.
-func (c *Client) Done() <-chan struct{} { return c.closed }
+func (c *Peer) Done() <-chan struct{} { return c.closed }
 
 // Err returns nil while the client works, then why it stopped: an error
 // matching ErrClosed or ErrConnectionLost.
-func (c *Client) Err() error {
+func (c *Peer) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
@@ -193,7 +193,7 @@ func (c *Client) Err() error {
 // Close shuts the connection down, fails pending calls with ErrClosed,
 // and waits for the client's goroutines, handlers included, to finish.
 // It is safe to call more than once.
-func (c *Client) Close() error {
+func (c *Peer) Close() error {
 	c.shutdown(ErrClosed)
 	c.loops.Wait()
 	c.handlers.Wait()
@@ -202,7 +202,7 @@ func (c *Client) Close() error {
 
 // shutdown records why the client stops (the first reason wins), closes
 // the connection and fails every pending call.
-func (c *Client) shutdown(reason error) {
+func (c *Peer) shutdown(reason error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -227,7 +227,7 @@ func (c *Client) shutdown(reason error) {
 }
 
 // register assigns an opaque and records a pending call.
-func (c *Client) register() (int32, *call, error) {
+func (c *Peer) register() (int32, *call, error) {
 	cl := callPool.Get().(*call)
 	opaque := c.nextOpaque.Add(1)
 	c.mu.Lock()
@@ -244,7 +244,7 @@ func (c *Client) register() (int32, *call, error) {
 
 // unregister removes a pending call; it reports false when the reader or
 // shutdown already took it (and will signal done).
-func (c *Client) unregister(opaque int32) bool {
+func (c *Peer) unregister(opaque int32) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.pending[opaque]; ok {
@@ -261,7 +261,7 @@ func recycle(cl *call) {
 
 // encode appends cmd with the given opaque and flags into a pooled buffer
 // without modifying cmd.
-func (c *Client) encode(cmd *wire.Command, opaque, setFlags, clearFlags int32) (*[]byte, error) {
+func (c *Peer) encode(cmd *wire.Command, opaque, setFlags, clearFlags int32) (*[]byte, error) {
 	out := *cmd
 	out.Opaque = opaque
 	out.Flag = (out.Flag | setFlags) &^ clearFlags
@@ -269,14 +269,14 @@ func (c *Client) encode(cmd *wire.Command, opaque, setFlags, clearFlags int32) (
 	b, err := out.AppendTo((*buf)[:0], c.opts.SerializeType)
 	if err != nil {
 		putBuf(buf)
-		return nil, fmt.Errorf("client: encode %s: %w", wire.RequestCode(cmd.Code), err)
+		return nil, fmt.Errorf("peer: encode %s: %w", wire.RequestCode(cmd.Code), err)
 	}
 	*buf = b
 	return buf, nil
 }
 
 // enqueue hands a frame to the writer.
-func (c *Client) enqueue(ctx context.Context, buf *[]byte, timeout <-chan time.Time) error {
+func (c *Peer) enqueue(ctx context.Context, buf *[]byte, timeout <-chan time.Time) error {
 	select {
 	case c.queue <- buf:
 		return nil
@@ -302,7 +302,7 @@ func (c *Client) enqueue(ctx context.Context, buf *[]byte, timeout <-chan time.T
 // flags. It returns the response whatever its code; check
 // resp.ResponseCode(). Without a deadline on ctx, Options.RequestTimeout
 // applies.
-func (c *Client) Invoke(ctx context.Context, cmd *wire.Command) (*wire.Command, error) {
+func (c *Peer) Invoke(ctx context.Context, cmd *wire.Command) (*wire.Command, error) {
 	start := time.Now()
 	var timeout <-chan time.Time
 	var timer *time.Timer
@@ -357,7 +357,7 @@ func (c *Client) Invoke(ctx context.Context, cmd *wire.Command) (*wire.Command, 
 // InvokeOneway sends a request with the oneway flag set and returns once
 // it is queued for writing; no response is expected. A connection failure
 // after that point loses the request silently.
-func (c *Client) InvokeOneway(ctx context.Context, cmd *wire.Command) error {
+func (c *Peer) InvokeOneway(ctx context.Context, cmd *wire.Command) error {
 	if err := c.Err(); err != nil {
 		return c.requestError(cmd, 0, err)
 	}
@@ -372,19 +372,19 @@ func (c *Client) InvokeOneway(ctx context.Context, cmd *wire.Command) error {
 	return nil
 }
 
-func (c *Client) requestError(cmd *wire.Command, opaque int32, err error) error {
-	return fmt.Errorf("client: %s (opaque %d) to %s: %w", wire.RequestCode(cmd.Code), opaque, c.addr, err)
+func (c *Peer) requestError(cmd *wire.Command, opaque int32, err error) error {
+	return fmt.Errorf("peer: %s (opaque %d) to %s: %w", wire.RequestCode(cmd.Code), opaque, c.addr, err)
 }
 
 // waitError describes a call abandoned because of ctx or the timeout.
-func (c *Client) waitError(cmd *wire.Command, opaque int32, err error, start time.Time) error {
+func (c *Peer) waitError(cmd *wire.Command, opaque int32, err error, start time.Time) error {
 	elapsed := time.Since(start).Round(time.Millisecond)
 	switch {
 	case errors.Is(err, ErrTimeout):
-		return fmt.Errorf("client: %s (opaque %d) to %s: %w: no response after %v (request timeout)",
+		return fmt.Errorf("peer: %s (opaque %d) to %s: %w: no response after %v (request timeout)",
 			wire.RequestCode(cmd.Code), opaque, c.addr, ErrTimeout, elapsed)
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("client: %s (opaque %d) to %s: %w: no response after %v: %w",
+		return fmt.Errorf("peer: %s (opaque %d) to %s: %w: no response after %v: %w",
 			wire.RequestCode(cmd.Code), opaque, c.addr, ErrTimeout, elapsed, err)
 	default:
 		return c.requestError(cmd, opaque, err)
@@ -400,7 +400,7 @@ func getTimer(d time.Duration) *time.Timer {
 }
 
 // writeLoop writes queued frames, flushing when the queue runs dry.
-func (c *Client) writeLoop() {
+func (c *Peer) writeLoop() {
 	defer c.loops.Done()
 	w := bufio.NewWriterSize(c.conn, writeBufferSize)
 	for {
@@ -438,7 +438,7 @@ func (c *Client) writeLoop() {
 }
 
 // readLoop decodes frames and routes them.
-func (c *Client) readLoop() {
+func (c *Peer) readLoop() {
 	defer c.loops.Done()
 	r := wire.NewReader(c.conn, wire.DecodeOptions{MaxFrameSize: c.opts.MaxFrameSize})
 	for {
@@ -458,7 +458,7 @@ func (c *Client) readLoop() {
 
 // deliver completes the call waiting for resp. Responses nobody waits for
 // any more (the caller gave up) are dropped.
-func (c *Client) deliver(resp *wire.Command) {
+func (c *Peer) deliver(resp *wire.Command) {
 	c.mu.Lock()
 	cl, ok := c.pending[resp.Opaque]
 	if ok {
@@ -472,7 +472,7 @@ func (c *Client) deliver(resp *wire.Command) {
 }
 
 // serve runs the handler for one server-initiated request.
-func (c *Client) serve(req *wire.Command) {
+func (c *Peer) serve(req *wire.Command) {
 	defer c.handlers.Done()
 	resp := c.handle(req)
 	if resp == nil || req.IsOneway() {
@@ -486,7 +486,7 @@ func (c *Client) serve(req *wire.Command) {
 	_ = c.enqueue(c.handlerCtx, buf, nil)
 }
 
-func (c *Client) handle(req *wire.Command) (resp *wire.Command) {
+func (c *Peer) handle(req *wire.Command) (resp *wire.Command) {
 	if c.opts.Handler == nil {
 		return wire.NewResponse(req, wire.RequestCodeNotSupported,
 			fmt.Sprintf("request code %d not supported", req.Code))

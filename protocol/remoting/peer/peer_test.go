@@ -1,4 +1,4 @@
-package client
+package peer
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
-func dial(t *testing.T, s *testServer, opts Options) *Client {
+func dial(t *testing.T, s *testServer, opts Options) *Peer {
 	t.Helper()
 	c, err := Dial(context.Background(), s.addr(), opts)
 	if err != nil {

@@ -1,11 +1,11 @@
-package client_test
+package peer_test
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/karmanmq/karman/protocol/remoting/client"
+	"github.com/karmanmq/karman/protocol/remoting/peer"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
@@ -14,7 +14,7 @@ func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
-	c, err := client.Dial(ctx, "127.0.0.1:10911", client.Options{})
+	c, err := peer.Dial(ctx, "127.0.0.1:10911", peer.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
