@@ -1,0 +1,19 @@
+// Package server accepts RocketMQ remoting connections and routes each
+// request to the handler registered for its code.
+//
+// Every accepted connection becomes a Conn, which wraps a peer.Peer: the
+// peer decodes frames and runs each request on its own goroutine, and the
+// server bounds how many requests of each Kind run at once. A request that
+// finds its kind at capacity waits in a bounded queue; past that, or while
+// Options.Busy reports the broker overloaded, it is answered SYSTEM_BUSY
+// at once, which RocketMQ clients understand as flow control. Unknown codes
+// get REQUEST_CODE_NOT_SUPPORTED, a panicking handler SYSTEM_ERROR, and the
+// connection keeps serving.
+//
+// Handlers can reach the client through the Conn they are given (for
+// server-initiated requests such as CHECK_TRANSACTION_STATE). A connection
+// that sends nothing for Options.IdleTimeout is closed.
+//
+// A Server is safe for concurrent use. Handlers run concurrently, also for
+// requests of one connection.
+package server

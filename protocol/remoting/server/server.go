@@ -1,0 +1,349 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/karmanmq/karman/protocol/remoting/peer"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+// Kind groups request codes that share a concurrency limit, so a flood of
+// one kind (say, sends) cannot starve another (say, heartbeats).
+type Kind int
+
+// Request kinds.
+const (
+	KindDefault Kind = iota // admin, queries
+	KindSend                // SEND_MESSAGE and friends
+	KindPull                // PULL_MESSAGE (mostly waiting, so a high limit)
+	KindConsume             // heartbeats, offsets, locks, send-back
+	KindNamesrv             // name-server requests
+	numKinds
+)
+
+var kindNames = [...]string{"default", "send", "pull", "consume", "namesrv"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Handler serves one request. It returns the response (built with
+// wire.NewResponse) or nil to answer nothing. ctx ends when the connection
+// or the server closes.
+type Handler interface {
+	ServeRemoting(ctx context.Context, c *Conn, req *wire.Command) *wire.Command
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, c *Conn, req *wire.Command) *wire.Command
+
+// ServeRemoting calls f.
+func (f HandlerFunc) ServeRemoting(ctx context.Context, c *Conn, req *wire.Command) *wire.Command {
+	return f(ctx, c, req)
+}
+
+type route struct {
+	kind Kind
+	h    Handler
+}
+
+// Mux routes requests by code. Register every handler before serving.
+type Mux struct{ routes map[wire.RequestCode]route }
+
+// NewMux returns an empty Mux.
+func NewMux() *Mux { return &Mux{routes: map[wire.RequestCode]route{}} }
+
+// Handle registers h for code, limited as kind.
+func (m *Mux) Handle(code wire.RequestCode, kind Kind, h Handler) {
+	m.routes[code.Canonical()] = route{kind, h}
+}
+
+// HandleFunc registers f for code.
+func (m *Mux) HandleFunc(code wire.RequestCode, kind Kind, f HandlerFunc) { m.Handle(code, kind, f) }
+
+// Options configure a Server. The zero value works.
+type Options struct {
+	// Logger receives connection events. Default discards.
+	Logger *slog.Logger
+	// IdleTimeout closes a connection that sends nothing for that long.
+	// Default 120s, as RocketMQ clients' own idle limit.
+	IdleTimeout time.Duration
+	// MaxFrameSize bounds incoming frames. Default wire.DefaultMaxFrameSize.
+	MaxFrameSize int
+	// Workers bounds the requests of each kind served at once. Defaults:
+	// send 256, pull 65536, consume 256, namesrv 64, default 64.
+	Workers map[Kind]int
+	// MaxQueued bounds the requests of each kind waiting for a worker;
+	// beyond it requests get SYSTEM_BUSY. Default 10000.
+	MaxQueued int
+	// Busy, when set, is asked before each request of a kind; true answers
+	// SYSTEM_BUSY (flow control when the engine falls behind).
+	Busy func(Kind) bool
+	// OnClose is called once when a connection closes.
+	OnClose func(*Conn)
+}
+
+var defaultWorkers = [numKinds]int{KindDefault: 64, KindSend: 256, KindPull: 65536, KindConsume: 256, KindNamesrv: 64}
+
+func (o *Options) ensureDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 120 * time.Second
+	}
+	if o.MaxQueued == 0 {
+		o.MaxQueued = 10000
+	}
+}
+
+// limit is a counting semaphore with a bounded wait queue.
+type limit struct {
+	slots  chan struct{}
+	queued atomic.Int64
+}
+
+// Server serves remoting connections.
+type Server struct {
+	mux    *Mux
+	opts   Options
+	limits [numKinds]*limit
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*Conn]struct{}
+	nextID    atomic.Uint64
+	wg        sync.WaitGroup
+	closed    bool
+}
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("server: closed")
+
+// New returns a Server routing with mux.
+func New(mux *Mux, opts Options) *Server {
+	opts.ensureDefaults()
+	s := &Server{mux: mux, opts: opts, listeners: map[net.Listener]struct{}{}, conns: map[*Conn]struct{}{}}
+	for k := range numKinds {
+		n := defaultWorkers[k]
+		if v, ok := opts.Workers[k]; ok && v > 0 {
+			n = v
+		}
+		s.limits[k] = &limit{slots: make(chan struct{}, n)}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown. It always returns a
+// non-nil error: ErrServerClosed after Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("server: accept: %w", err)
+		}
+		backoff = 0
+		s.accept(nc)
+	}
+}
+
+func (s *Server) accept(nc net.Conn) {
+	c := &Conn{srv: s, id: s.nextID.Add(1), addr: nc.RemoteAddr().String(), ready: make(chan struct{})}
+	c.touch()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.wg.Add(1)
+	c.p = peer.New(nc, peer.Options{Handler: c, MaxFrameSize: s.opts.MaxFrameSize, Logger: s.opts.Logger, RequestTimeout: 3 * time.Second})
+	close(c.ready)
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	go s.watch(c)
+}
+
+// watch closes c when it goes idle and cleans up once it is closed.
+func (s *Server) watch(c *Conn) {
+	defer s.wg.Done()
+	t := time.NewTimer(s.opts.IdleTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.p.Done():
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			c.p.Close()
+			if s.opts.OnClose != nil {
+				s.opts.OnClose(c)
+			}
+			return
+		case <-t.C:
+			idle := time.Since(time.Unix(0, c.lastActive.Load()))
+			if idle >= s.opts.IdleTimeout {
+				s.opts.Logger.Info("closing idle remoting connection", "addr", c.addr, "idle", idle)
+				c.p.Close()
+				continue
+			}
+			t.Reset(s.opts.IdleTimeout - idle)
+		}
+	}
+}
+
+// serve routes one request of c.
+func (s *Server) serve(ctx context.Context, c *Conn, req *wire.Command) *wire.Command {
+	c.touch()
+	r, ok := s.mux.routes[req.RequestCode().Canonical()]
+	if !ok {
+		return wire.NewResponse(req, wire.RequestCodeNotSupported, fmt.Sprintf("request code %d is not supported", req.Code))
+	}
+	if s.opts.Busy != nil && s.opts.Busy(r.kind) {
+		return wire.NewResponse(req, wire.SystemBusy, "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while")
+	}
+	l := s.limits[r.kind]
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		if l.queued.Add(1) > int64(s.opts.MaxQueued) {
+			l.queued.Add(-1)
+			return wire.NewResponse(req, wire.SystemBusy, fmt.Sprintf("[TIMEOUT_CLEAN_QUEUE]broker busy: too many %s requests waiting", r.kind))
+		}
+		select {
+		case l.slots <- struct{}{}:
+			l.queued.Add(-1)
+		case <-ctx.Done():
+			l.queued.Add(-1)
+			return nil
+		}
+	}
+	defer func() { <-l.slots }()
+	return r.h.ServeRemoting(ctx, c, req)
+}
+
+// Conns returns the open connections.
+func (s *Server) Conns() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Shutdown stops accepting, closes every connection (cancelling the
+// requests in progress) and waits for them, or for ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.cancel()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		go c.p.Close()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Conn is one client connection.
+type Conn struct {
+	srv        *Server
+	p          *peer.Peer    // set before ready is closed
+	ready      chan struct{} // closed once p is set
+	id         uint64
+	addr       string
+	lastActive atomic.Int64 // unix ns of the last request
+
+	mu    sync.Mutex
+	attrs map[string]any
+}
+
+// HandleRequest implements peer.Handler.
+func (c *Conn) HandleRequest(ctx context.Context, req *wire.Command) *wire.Command {
+	<-c.ready // the peer can deliver a request before accept has stored it
+	return c.srv.serve(ctx, c, req)
+}
+
+func (c *Conn) touch() { c.lastActive.Store(time.Now().UnixNano()) }
+
+// ID returns a number unique to the connection within the server.
+func (c *Conn) ID() uint64 { return c.id }
+
+// RemoteAddr returns the client's address, "ip:port".
+func (c *Conn) RemoteAddr() string { return c.addr }
+
+// Invoke sends a request to the client and waits for its answer.
+func (c *Conn) Invoke(ctx context.Context, req *wire.Command) (*wire.Command, error) {
+	return c.p.Invoke(ctx, req)
+}
+
+// InvokeOneway sends a request to the client and expects no answer.
+func (c *Conn) InvokeOneway(ctx context.Context, req *wire.Command) error {
+	return c.p.InvokeOneway(ctx, req)
+}
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.p.Close() }
+
+// Done is closed when the connection closes.
+func (c *Conn) Done() <-chan struct{} { return c.p.Done() }
+
+// Set stores a value on the connection (for example the client id it
+// heartbeats with).
+func (c *Conn) Set(key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.attrs == nil {
+		c.attrs = map[string]any{}
+	}
+	c.attrs[key] = v
+}
+
+// Get returns a value stored with Set.
+func (c *Conn) Get(key string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.attrs[key]
+	return v, ok
+}

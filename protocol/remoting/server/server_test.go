@@ -1,0 +1,189 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/karmanmq/karman/protocol/remoting/peer"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+func startServer(t *testing.T, mux *Mux, opts Options) (*Server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(mux, opts)
+	go s.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return s, ln.Addr().String()
+}
+
+func dial(t *testing.T, addr string) *peer.Peer {
+	t.Helper()
+	p, err := peer.Dial(context.Background(), addr, peer.Options{RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func echoMux() *Mux {
+	m := NewMux()
+	m.HandleFunc(wire.HeartBeat, KindConsume, func(ctx context.Context, c *Conn, req *wire.Command) *wire.Command {
+		resp := wire.NewResponse(req, wire.Success, "")
+		resp.Body = append([]byte(c.RemoteAddr()+" "), req.Body...)
+		return resp
+	})
+	m.HandleFunc(wire.SendMessage, KindSend, func(ctx context.Context, c *Conn, req *wire.Command) *wire.Command {
+		<-ctx.Done() // blocks until the connection closes
+		return nil
+	})
+	m.HandleFunc(wire.GetMaxOffset, KindDefault, func(ctx context.Context, c *Conn, req *wire.Command) *wire.Command {
+		panic("handler bug")
+	})
+	return m
+}
+
+func TestRoutesAndErrors(t *testing.T) {
+	_, addr := startServer(t, echoMux(), Options{})
+	p := dial(t, addr)
+	ctx := context.Background()
+	resp, err := p.Invoke(ctx, &wire.Command{Code: int32(wire.HeartBeat), Body: []byte("hi")})
+	if err != nil || resp.ResponseCode() != wire.Success || string(resp.Body[len(resp.Body)-2:]) != "hi" {
+		t.Fatalf("heartbeat: %v %v", resp, err)
+	}
+	resp, err = p.Invoke(ctx, &wire.Command{Code: 99999})
+	if err != nil || resp.ResponseCode() != wire.RequestCodeNotSupported {
+		t.Fatalf("unknown code: %v %v", resp, err)
+	}
+	resp, err = p.Invoke(ctx, &wire.Command{Code: int32(wire.GetMaxOffset)})
+	if err != nil || resp.ResponseCode() != wire.SystemError {
+		t.Fatalf("panicking handler: %v %v", resp, err)
+	}
+	// The connection still serves after the panic.
+	if resp, err := p.Invoke(ctx, &wire.Command{Code: int32(wire.HeartBeat)}); err != nil || resp.ResponseCode() != wire.Success {
+		t.Fatalf("after a panic: %v %v", resp, err)
+	}
+}
+
+func TestBusyWhenKindIsFull(t *testing.T) {
+	_, addr := startServer(t, echoMux(), Options{Workers: map[Kind]int{KindSend: 2}, MaxQueued: 1})
+	p := dial(t, addr)
+	ctx := context.Background()
+	busy := make(chan *wire.Command, 8)
+	for range 4 {
+		go func() {
+			resp, err := p.Invoke(ctx, &wire.Command{Code: int32(wire.SendMessage)})
+			if err == nil {
+				busy <- resp
+			}
+		}()
+	}
+	// Two run, one waits, the fourth is refused.
+	select {
+	case resp := <-busy:
+		if resp.ResponseCode() != wire.SystemBusy {
+			t.Fatalf("got %v, want SYSTEM_BUSY", resp)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no SYSTEM_BUSY when the send kind was full")
+	}
+	// Other kinds still get through.
+	if resp, err := p.Invoke(ctx, &wire.Command{Code: int32(wire.HeartBeat)}); err != nil || resp.ResponseCode() != wire.Success {
+		t.Fatalf("heartbeat while sends are full: %v %v", resp, err)
+	}
+}
+
+func TestBusyHook(t *testing.T) {
+	_, addr := startServer(t, echoMux(), Options{Busy: func(k Kind) bool { return k == KindConsume }})
+	p := dial(t, addr)
+	resp, err := p.Invoke(context.Background(), &wire.Command{Code: int32(wire.HeartBeat)})
+	if err != nil || resp.ResponseCode() != wire.SystemBusy {
+		t.Fatalf("got %v %v, want SYSTEM_BUSY", resp, err)
+	}
+}
+
+func TestGarbageClosesOnlyThatConnection(t *testing.T) {
+	var closed atomic.Int32
+	_, addr := startServer(t, echoMux(), Options{OnClose: func(*Conn) { closed.Add(1) }})
+	good := dial(t, addr)
+	for _, junk := range [][]byte{
+		{0xff, 0xff, 0xff, 0xff, 1, 2, 3},                                                        // negative length
+		{0x7f, 0xff, 0xff, 0xff},                                                                 // absurd length
+		binary.BigEndian.AppendUint32(nil, 3),                                                    // shorter than a header
+		append(binary.BigEndian.AppendUint32(nil, 8), 9, 0, 0, 1, 'x', 0, 0, 0),                  // unknown serialize type
+		append(binary.BigEndian.AppendUint32(nil, 10), 0, 0, 0, 6, '{', '"', 'c', 'o', 'd', 'e'), // truncated JSON
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(junk)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 64)
+		if _, err := c.Read(buf); err == nil {
+			// A response is acceptable too; the connection must not hang.
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("server neither answered nor closed after %x", junk)
+		}
+		c.Close()
+	}
+	if resp, err := good.Invoke(context.Background(), &wire.Command{Code: int32(wire.HeartBeat)}); err != nil || resp.ResponseCode() != wire.Success {
+		t.Fatalf("good client after garbage: %v %v", resp, err)
+	}
+}
+
+func TestIdleConnectionsClose(t *testing.T) {
+	done := make(chan struct{})
+	_, addr := startServer(t, echoMux(), Options{IdleTimeout: 100 * time.Millisecond, OnClose: func(*Conn) { close(done) }})
+	p := dial(t, addr)
+	if _, err := p.Invoke(context.Background(), &wire.Command{Code: int32(wire.HeartBeat)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("idle connection not closed")
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("client did not see the close")
+	}
+}
+
+func TestServerInitiatedRequest(t *testing.T) {
+	srv, addr := startServer(t, echoMux(), Options{})
+	p, err := peer.Dial(context.Background(), addr, peer.Options{Handler: peer.HandlerFunc(func(ctx context.Context, req *wire.Command) *wire.Command {
+		resp := wire.NewResponse(req, wire.Success, "checked")
+		return resp
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Invoke(context.Background(), &wire.Command{Code: int32(wire.HeartBeat)}); err != nil {
+		t.Fatal(err)
+	}
+	conns := srv.Conns()
+	if len(conns) != 1 {
+		t.Fatalf("%d connections", len(conns))
+	}
+	resp, err := conns[0].Invoke(context.Background(), &wire.Command{Code: int32(wire.CheckTransactionState)})
+	if err != nil || resp.Remark != "checked" {
+		t.Fatalf("server→client request: %v %v", resp, err)
+	}
+}
