@@ -71,10 +71,13 @@
 //
 //	 0         4         8                   16                  24        28        32
 //	 +---------+---------+-------------------+-------------------+---------+---------+
-//	 |  magic  | version |  flushed offset   |   segment size    |  zero   |  CRC    |
+//	 |  magic  | version |  flushed offset   |   segment size    |  flags  |  CRC    |
 //	 +---------+---------+-------------------+-------------------+---------+---------+
 //
 //	magic   0x4b434b50, version 1.
+//	flags   bit 0 (clean): written by Close, after everything was flushed;
+//	        the flushed offset is the end of the log. Open clears it
+//	        before the log is used.
 //	CRC     CRC-32C of bytes [0, 28).
 //
 // A checkpoint that is missing, fails its CRC, names another segment size or
@@ -95,6 +98,11 @@
 //   - if there is none, the log ends there. Any non-zero bytes after that
 //     point (a torn tail) are zeroed and synced and any later segments are
 //     deleted, so stale bytes can never come back as records.
+//
+// After a clean shutdown nothing was ever written past the end, so Open
+// stops at the first unwritten frame header at the checkpoint without
+// looking further. Otherwise the search skips the holes of the segment
+// files (SEEK_DATA), so it reads only what was written.
 //
 // Corruption before the checkpoint is not looked for at Open; Read and Scan
 // verify every frame they return, so it is found when those bytes are read.

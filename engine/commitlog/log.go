@@ -231,6 +231,20 @@ func (l *Log) Close() error {
 	close(l.stop)
 	l.background.Wait()
 
+	// A segment made for the next roll is not needed (the next Open would
+	// delete it as lying past the end). The preallocator has stopped, so a
+	// pending request is either still queued or answered.
+	if l.prePending {
+		select {
+		case r := <-l.preRes:
+			if r.seg != nil {
+				l.discardSegment(r.seg)
+			}
+		case <-l.preReq:
+		}
+		l.prePending = false
+	}
+
 	err := l.flush(true)
 	if err == nil {
 		// Everything is durable and nothing lies past the end: say so, and
@@ -244,20 +258,6 @@ func (l *Log) Close() error {
 	l.flushCond.Broadcast()
 	l.flushMu.Unlock()
 
-	// A segment made for the next roll is not needed: the next Open would
-	// delete it as lying past the end.
-	// The preallocator has stopped, so a pending request is either still
-	// queued or answered.
-	if l.prePending {
-		select {
-		case r := <-l.preRes:
-			if r.seg != nil {
-				l.discardSegment(r.seg)
-			}
-		case <-l.preReq:
-		}
-		l.prePending = false
-	}
 	l.releaseAll()
 	l.syncMu.Lock()
 	if cerr := l.ck.close(); err == nil && cerr != nil {

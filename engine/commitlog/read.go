@@ -1,5 +1,7 @@
 package commitlog
 
+import "errors"
+
 // Read verifies the record whose frame starts at off and appends its
 // payload to dst. On error dst is returned unchanged and the error is
 // ErrClosed, an *OffsetError (off below MinOffset or not below EndOffset)
@@ -60,6 +62,9 @@ func (l *Log) Scan(off int64, fn func(off, next int64, payload []byte) error) (e
 	}
 	if off%frameAlign != 0 {
 		return off, &CorruptError{Offset: off, Reason: "offset is not a frame boundary"}
+	}
+	if fn == nil && off < end {
+		return off, errors.New("commitlog: scan: nil callback")
 	}
 	for off < end {
 		s, err := l.acquireAt("scan", off, end)
