@@ -1,0 +1,190 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	"github.com/karmanmq/karman/engine"
+	"github.com/spf13/pflag"
+)
+
+// Off as a listen address disables that listener.
+const Off = "off"
+
+// HTTP is the listener name of the HTTP endpoint (health and metrics).
+const HTTP = "http"
+
+// Defaults of the settings that are not engine options.
+const (
+	DefaultData            = "./data"
+	DefaultHTTPAddr        = ":8080"
+	DefaultShutdownTimeout = 15 * time.Second
+)
+
+// Config is the effective configuration of a karman server.
+type Config struct {
+	// Data is the engine's data directory.
+	Data string
+	// LogLevel is the lowest level logged.
+	LogLevel slog.Level
+	// ShutdownTimeout bounds a graceful shutdown.
+	ShutdownTimeout time.Duration
+
+	// Addrs is the listen address per listener: HTTP and every registered
+	// front-end. Off disables a listener.
+	Addrs map[string]string
+
+	// Engine options.
+	Flush              engine.FlushMode
+	FlushInterval      time.Duration
+	SegmentSize        ByteSize
+	MaxMessageSize     ByteSize
+	AutoCreateTopics   bool
+	DefaultQueues      int32
+	RetentionAge       time.Duration
+	RetentionDiskRatio float64
+	RetentionInterval  time.Duration
+}
+
+// Bind registers the configuration's flags on fs, one --<name>-addr flag
+// per front-end, and fills c with the defaults.
+func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
+	fs.StringVar(&c.Data, "data", DefaultData, "data directory")
+	fs.Var(levelValue{&c.LogLevel}, "log-level", "log level: debug, info, warn or error")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "time allowed for a graceful shutdown")
+
+	c.Addrs = map[string]string{}
+	c.bindAddr(fs, HTTP, DefaultHTTPAddr, "HTTP listen address for /healthz and /metrics")
+	for _, f := range fronts {
+		usage := f.Usage
+		if usage == "" {
+			usage = f.Name + " listen address"
+		}
+		c.bindAddr(fs, f.Name, f.DefaultAddr, usage)
+	}
+
+	c.Flush = engine.FlushAsync
+	fs.Var(flushValue{&c.Flush}, "flush", "flush policy: async (acknowledge once in the mapped log) or sync (acknowledge once on disk)")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", engine.DefaultFlushInterval, "how often async flush writes to disk")
+	c.SegmentSize = engine.DefaultSegmentSize
+	fs.Var(&c.SegmentSize, "segment-size", "commit-log segment size (bytes; KiB, MiB, GiB suffixes allowed)")
+	c.MaxMessageSize = engine.DefaultMaxMessageSize
+	fs.Var(&c.MaxMessageSize, "max-message-size", "largest accepted message body (bytes; KiB, MiB suffixes allowed)")
+	fs.BoolVar(&c.AutoCreateTopics, "auto-create-topics", true, "create unknown topics on their first send")
+	fs.Int32Var(&c.DefaultQueues, "default-queues", engine.DefaultQueueCount, "queue count of auto-created topics")
+	fs.DurationVar(&c.RetentionAge, "retention-age", engine.DefaultRetentionAge, "delete commit-log segments older than this")
+	fs.Float64Var(&c.RetentionDiskRatio, "retention-disk-ratio", engine.DefaultDiskRatio, "delete the oldest segments while the data disk is fuller than this fraction")
+	fs.DurationVar(&c.RetentionInterval, "retention-interval", engine.DefaultRetentionEvery, "how often retention runs")
+}
+
+func (c *Config) bindAddr(fs *pflag.FlagSet, name, def, usage string) {
+	c.Addrs[name] = def
+	fs.Var(addrValue{c.Addrs, name}, name+"-addr", usage+` ("off" disables it)`)
+}
+
+// Addr returns the listen address of the named listener and whether it is
+// enabled.
+func (c *Config) Addr(name string) (string, bool) {
+	a, ok := c.Addrs[name]
+	return a, ok && !strings.EqualFold(a, Off)
+}
+
+// EngineOptions converts the configuration into engine options.
+func (c *Config) EngineOptions(logger *slog.Logger) *engine.Options {
+	return &engine.Options{
+		SegmentSize:        int64(c.SegmentSize),
+		Flush:              c.Flush,
+		FlushInterval:      c.FlushInterval,
+		MaxMessageSize:     int(c.MaxMessageSize),
+		AutoCreateTopics:   c.AutoCreateTopics,
+		DefaultQueues:      c.DefaultQueues,
+		RetentionAge:       c.RetentionAge,
+		RetentionDiskRatio: c.RetentionDiskRatio,
+		RetentionInterval:  c.RetentionInterval,
+		Logger:             logger,
+	}
+}
+
+// Validate reports the first setting that cannot work: an empty data
+// directory, a malformed listen address or invalid engine options.
+func (c *Config) Validate() error {
+	if c.Data == "" {
+		return fmt.Errorf("config: --data must not be empty")
+	}
+	if c.ShutdownTimeout <= 0 {
+		return fmt.Errorf("config: --shutdown-timeout must be positive")
+	}
+	for name, a := range c.Addrs {
+		if strings.EqualFold(a, Off) {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("config: --%s-addr %q: want host:port, :port or %q: %w", name, a, Off, err)
+		}
+	}
+	o := c.EngineOptions(nil).EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// addrValue is a flag that writes one entry of an address map.
+type addrValue struct {
+	m   map[string]string
+	key string
+}
+
+func (v addrValue) String() string {
+	if v.m == nil {
+		return ""
+	}
+	return v.m[v.key]
+}
+
+func (v addrValue) Set(s string) error { v.m[v.key] = strings.TrimSpace(s); return nil }
+func (v addrValue) Type() string       { return "addr" }
+
+// levelValue is a flag holding a slog level.
+type levelValue struct{ l *slog.Level }
+
+func (v levelValue) String() string {
+	if v.l == nil {
+		return ""
+	}
+	return strings.ToLower(v.l.String())
+}
+
+func (v levelValue) Set(s string) error {
+	if err := v.l.UnmarshalText([]byte(s)); err != nil {
+		return fmt.Errorf("want debug, info, warn or error")
+	}
+	return nil
+}
+
+func (v levelValue) Type() string { return "level" }
+
+// flushValue is a flag holding an engine flush mode.
+type flushValue struct{ m *engine.FlushMode }
+
+func (v flushValue) String() string {
+	if v.m == nil {
+		return ""
+	}
+	return v.m.String()
+}
+
+func (v flushValue) Set(s string) error {
+	m, err := engine.ParseFlushMode(s)
+	if err != nil {
+		return err
+	}
+	*v.m = m
+	return nil
+}
+
+func (v flushValue) Type() string { return "flush" }

@@ -1,0 +1,223 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	"github.com/karmanmq/karman/engine"
+	"github.com/spf13/pflag"
+)
+
+func TestParseByteSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want ByteSize
+		err  bool
+	}{
+		{"0", 0, false},
+		{"4096", 4096, false},
+		{"4096B", 4096, false},
+		{"64k", 64 << 10, false},
+		{"64KiB", 64 << 10, false},
+		{"64KB", 64 << 10, false},
+		{"128MiB", 128 << 20, false},
+		{"128m", 128 << 20, false},
+		{" 1GiB ", 1 << 30, false},
+		{"1G", 1 << 30, false},
+		{"2TiB", 2 << 40, false},
+		{"", 0, true},
+		{"MiB", 0, true},
+		{"-1", 0, true},
+		{"1.5GiB", 0, true},
+		{"12XB", 0, true},
+		{"1iB", 0, true},
+		{"ten", 0, true},
+		{"99999999999TiB", 0, true},
+	} {
+		got, err := ParseByteSize(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d, error %t", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestByteSizeString(t *testing.T) {
+	for _, tc := range []struct {
+		in   ByteSize
+		want string
+	}{
+		{0, "0"}, {1000, "1000"}, {1024, "1KiB"}, {1536, "1536"}, {64 << 20, "64MiB"}, {1 << 30, "1GiB"}, {3 << 40, "3TiB"},
+	} {
+		if got := tc.in.String(); got != tc.want {
+			t.Errorf("ByteSize(%d).String() = %q, want %q", int64(tc.in), got, tc.want)
+		}
+		if back, err := ParseByteSize(tc.in.String()); err != nil || back != tc.in {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", tc.in.String(), back, err, int64(tc.in))
+		}
+	}
+}
+
+var fronts = []frontend.Frontend{{Name: "remoting", DefaultAddr: ":10911"}}
+
+// load binds a config, parses args, then applies environ, as serve does.
+func load(t *testing.T, args, environ []string) (*Config, *pflag.FlagSet, error) {
+	t.Helper()
+	var c Config
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	c.Bind(fs, fronts)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	return &c, fs, ApplyEnv(fs, environ)
+}
+
+func TestDefaults(t *testing.T) {
+	c, _, err := load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Data != DefaultData || c.Addrs[HTTP] != DefaultHTTPAddr || c.Addrs["remoting"] != ":10911" ||
+		c.Flush != engine.FlushAsync || c.SegmentSize != engine.DefaultSegmentSize || !c.AutoCreateTopics ||
+		c.DefaultQueues != engine.DefaultQueueCount || c.RetentionAge != engine.DefaultRetentionAge {
+		t.Errorf("defaults: %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	environ := []string{
+		"PATH=/bin",
+		"KARMAN_DATA=/from/env",
+		"KARMAN_HTTP_ADDR=:9090",
+		"KARMAN_SEGMENT_SIZE=128MiB",
+		"KARMAN_FLUSH=sync",
+		"KARMAN_AUTO_CREATE_TOPICS=false",
+		"KARMAN_REMOTING_ADDR=off",
+	}
+	c, _, err := load(t, []string{"--data", "/from/flag", "--segment-size", "64MiB"}, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"data: flag over env", c.Data, "/from/flag"},
+		{"segment-size: flag over env", c.SegmentSize, ByteSize(64 << 20)},
+		{"http-addr: env over default", c.Addrs[HTTP], ":9090"},
+		{"flush: env over default", c.Flush, engine.FlushSync},
+		{"auto-create-topics: env over default", c.AutoCreateTopics, false},
+		{"max-message-size: default", c.MaxMessageSize, ByteSize(engine.DefaultMaxMessageSize)},
+		{"retention-age: default", c.RetentionAge, 72 * time.Hour},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	if _, on := c.Addr("remoting"); on {
+		t.Error(`remoting-addr "off" left the listener enabled`)
+	}
+	if a, on := c.Addr(HTTP); !on || a != ":9090" {
+		t.Errorf("Addr(http) = %q, %t", a, on)
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	_, _, err := load(t, nil, []string{"KARMAN_DATA=/x", "KARMAN_BOGUS=1", "KARMAN_HTTP_ADR=:1"})
+	if err == nil {
+		t.Fatal("unknown KARMAN_ variables accepted")
+	}
+	for _, want := range []string{"KARMAN_BOGUS", "KARMAN_HTTP_ADR", "KARMAN_HTTP_ADDR"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+func TestBadEnvValue(t *testing.T) {
+	_, _, err := load(t, nil, []string{"KARMAN_SEGMENT_SIZE=lots"})
+	if err == nil || !strings.Contains(err.Error(), "KARMAN_SEGMENT_SIZE") {
+		t.Fatalf("bad value: error %v, want one naming KARMAN_SEGMENT_SIZE", err)
+	}
+	_, _, err = load(t, nil, []string{"KARMAN_FLUSH=sometimes"})
+	if err == nil || !strings.Contains(err.Error(), "KARMAN_FLUSH") {
+		t.Fatalf("bad value: error %v, want one naming KARMAN_FLUSH", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http-addr", "8080"}, "http-addr"},
+		{[]string{"--data", ""}, "data"},
+		{[]string{"--segment-size", "1KiB"}, "segment size"},
+		{[]string{"--retention-disk-ratio", "2"}, "disk ratio"},
+		{[]string{"--shutdown-timeout", "0s"}, "shutdown-timeout"},
+	} {
+		c, _, err := load(t, tc.args, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: Validate() = %v, want an error about %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestPrint(t *testing.T) {
+	_, fs, err := load(t, []string{"--segment-size", "64MiB", "--http-addr", "off"}, []string{"KARMAN_DATA=/srv/karman"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Print(&b, fs, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, b.String())
+	}
+	want := map[string]any{
+		"data":               "/srv/karman",
+		"segment-size":       float64(64 << 20),
+		"http-addr":          "off",
+		"remoting-addr":      ":10911",
+		"auto-create-topics": true,
+		"default-queues":     float64(8),
+		"flush":              "async",
+		"retention-age":      "72h0m0s",
+		"log-level":          "info",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("json %s = %#v, want %#v", k, got[k], v)
+		}
+	}
+
+	b.Reset()
+	if err := Print(&b, fs, "kv"); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"data=/srv/karman\n", "segment-size=64MiB\n", "http-addr=off\n"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("kv output lacks %q:\n%s", line, b.String())
+		}
+	}
+	if err := Print(&b, fs, "yaml"); err == nil {
+		t.Error("unknown format accepted")
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	if got := EnvName("retention-disk-ratio"); got != "KARMAN_RETENTION_DISK_RATIO" {
+		t.Errorf("EnvName = %q", got)
+	}
+}

@@ -1,0 +1,12 @@
+// Package config is the typed configuration of `karman serve`.
+//
+// Every setting is a command-line flag; each flag can also be given as an
+// environment variable named KARMAN_ plus the flag name in upper case with
+// dashes as underscores (--http-addr is KARMAN_HTTP_ADDR). A flag on the
+// command line wins over the environment, which wins over the default. An
+// environment variable with the KARMAN_ prefix that names no flag is an
+// error, so a typo never goes unnoticed.
+//
+// A Config is filled by Bind and the flag parser, then by ApplyEnv; it is
+// not safe for concurrent modification, and serve only reads it.
+package config

@@ -1,0 +1,98 @@
+package frontend
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"slices"
+	"sync"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Frontend describes one protocol front-end.
+type Frontend struct {
+	// Name identifies the front-end; it names its flag (--<name>-addr) and
+	// its log records. Lower-case letters, digits and dashes.
+	Name string
+	// DefaultAddr is the listen address used when none is configured, for
+	// example ":10911".
+	DefaultAddr string
+	// Usage is the flag's help text. Optional.
+	Usage string
+	// Start begins serving on h.Listener and returns once the front-end is
+	// serving, doing its work in its own goroutines. ctx is done when serve
+	// begins shutting down; serve then calls stop, which must close the
+	// listener and every connection within its context's deadline. A nil
+	// stop means there is nothing to stop.
+	Start func(ctx context.Context, h Host) (stop func(context.Context) error, err error)
+}
+
+// Host is what serve hands a front-end when it starts.
+type Host struct {
+	// Engine is open for as long as the front-end runs.
+	Engine *engine.Engine
+	// Listener is bound to the configured address. The front-end owns it.
+	Listener net.Listener
+	// Logger is the process logger with a "frontend" attribute.
+	Logger *slog.Logger
+	// Metrics registers the front-end's own Prometheus collectors, served
+	// on /metrics with everything else.
+	Metrics prometheus.Registerer
+	// Addrs holds the bound address of every listener serve opened, keyed
+	// by front-end name ("http" for the HTTP endpoint), for front-ends that
+	// advertise another one (a name server publishing the broker address).
+	Addrs map[string]net.Addr
+}
+
+var validName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// Registry holds front-ends in registration order.
+type Registry struct {
+	mu    sync.Mutex
+	items []Frontend
+}
+
+// Register adds f. It panics when f has an invalid or already registered
+// name or no Start function: those are programming errors found at start-up.
+func (r *Registry) Register(f Frontend) {
+	if err := check(f); err != nil {
+		panic(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range r.items {
+		if g.Name == f.Name {
+			panic(fmt.Sprintf("frontend: %q registered twice", f.Name))
+		}
+	}
+	r.items = append(r.items, f)
+}
+
+// All returns the registered front-ends in registration order.
+func (r *Registry) All() []Frontend {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.items)
+}
+
+func check(f Frontend) error {
+	switch {
+	case !validName.MatchString(f.Name):
+		return fmt.Errorf("frontend: invalid name %q (want lower-case letters, digits and dashes)", f.Name)
+	case f.Name == "http":
+		return fmt.Errorf("frontend: name %q is reserved for serve's HTTP endpoint", f.Name)
+	case f.Start == nil:
+		return fmt.Errorf("frontend: %q has no Start function", f.Name)
+	}
+	return nil
+}
+
+// Default is the registry the karman binary serves from.
+var Default = &Registry{}
+
+// Register adds f to Default.
+func Register(f Frontend) { Default.Register(f) }
