@@ -17,6 +17,7 @@ import (
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/queue"
 	"github.com/karmanmq/karman/engine/timer"
+	"github.com/karmanmq/karman/engine/txn"
 )
 
 // checkpointKey holds, in the index database, the commit-log offset up to
@@ -46,6 +47,7 @@ type dispatcher struct {
 	qw      queue.Writer
 	iw      index.Writer
 	tw      timer.Writer
+	xw      txn.Writer
 	minDue  int64                 // earliest due time scheduled in the current batch
 	touched map[*queueState]int64 // queue → new end, published after commit
 	topics  map[string]*topicState
@@ -105,7 +107,7 @@ func (d *dispatcher) recover() error {
 
 // wipe deletes every derived index entry.
 func (d *dispatcher) wipe() error {
-	for _, p := range []byte{queue.Prefix, index.PrefixKey, index.PrefixID, timer.Prefix, checkpointKey[0]} {
+	for _, p := range []byte{queue.Prefix, index.PrefixKey, index.PrefixID, timer.Prefix, txn.Prefix, checkpointKey[0]} {
 		if err := d.e.idx.DeleteRange([]byte{p}, []byte{p + 1}, pebble.NoSync); err != nil {
 			return fmt.Errorf("engine: wipe index: %w", err)
 		}
@@ -233,6 +235,9 @@ func (d *dispatcher) index(off int64, payload []byte) error {
 	if err := d.indexTimer(off, &h); err != nil {
 		return err
 	}
+	if err := d.indexTransaction(off, &h); err != nil {
+		return err
+	}
 	if lmqs, ok := message.LookupProperty(h.Properties, message.PropertyInnerMultiDispatch); ok && len(lmqs) > 0 {
 		return d.indexLightQueues(lmqs, entry)
 	}
@@ -261,6 +266,23 @@ func (d *dispatcher) indexTimer(off int64, h *message.Header) error {
 	}
 	d.minDue = min(d.minDue, due)
 	return d.tw.Add(d.batch, timer.Entry{Due: due, Offset: off})
+}
+
+var halfTopic = []byte(message.TopicTransHalf)
+
+// indexTransaction records a half message as pending, and retires the one
+// a resolving record names.
+func (d *dispatcher) indexTransaction(off int64, h *message.Header) error {
+	if src, ok := message.LookupProperty(h.Properties, propertyTransactionSource); ok {
+		if half, ok := parseInt(src); ok {
+			return d.xw.Resolve(d.batch, half)
+		}
+		return nil
+	}
+	if bytes.Equal(h.Topic, halfTopic) {
+		return d.xw.Add(d.batch, off)
+	}
+	return nil
 }
 
 // parseTimerSource reads "due,offset".

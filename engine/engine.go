@@ -21,6 +21,7 @@ import (
 	"github.com/karmanmq/karman/engine/queue"
 	"github.com/karmanmq/karman/engine/registry"
 	"github.com/karmanmq/karman/engine/timer"
+	"github.com/karmanmq/karman/engine/txn"
 )
 
 // Engine is an open broker store: topics, queues, messages, groups and
@@ -44,8 +45,13 @@ type Engine struct {
 
 	disp *dispatcher
 
-	events  eventBus
-	clients *registry.Registry
+	events eventBus
+
+	halves     *txn.Store
+	txnChecks  *txn.Checks
+	checkers   checkers
+	checkRound atomic.Uint32
+	clients    *registry.Registry
 
 	pops    sync.Map    // popKey → *popQueue
 	handles *pop.Signer // issues and checks receipt handles
@@ -85,7 +91,8 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		OnError: func(err error) { e.opts.Logger.Error("timer delivery failed; retrying", "err", err) },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	e.wg.Add(5)
+	e.wg.Add(6)
+	go e.transactionLoop()
 	go e.disp.run()
 	go e.popFlushLoop()
 	go e.maintenanceLoop()
@@ -110,6 +117,8 @@ func (e *Engine) open() error {
 	e.queues = queue.New(e.idx)
 	e.keys = index.New(e.idx)
 	e.timers = timer.New(e.idx)
+	e.halves = txn.New(e.idx)
+	e.txnChecks = txn.NewChecks()
 	mode := commitlog.FlushAsync
 	if e.opts.Flush == FlushSync {
 		mode = commitlog.FlushSync

@@ -10,22 +10,23 @@ import (
 // Errors returned by the engine. Each is wrapped with context; match with
 // errors.Is. Front-ends turn them into protocol status codes.
 var (
-	ErrClosed            = errors.New("engine: closed")
-	ErrTopicNotFound     = meta.ErrTopicNotFound
-	ErrGroupNotFound     = meta.ErrGroupNotFound
-	ErrNoOffset          = meta.ErrNoOffset
-	ErrInvalidTopic      = errors.New("engine: invalid topic")
-	ErrInvalidGroup      = errors.New("engine: invalid consumer group")
-	ErrReservedName      = errors.New("engine: reserved system name")
-	ErrInvalidQueue      = errors.New("engine: queue id out of range")
-	ErrEmptyBody         = errors.New("engine: empty message body")
-	ErrMessageTooLarge   = errors.New("engine: message body too large")
-	ErrInvalidMessage    = errors.New("engine: invalid message")
-	ErrNoPermission      = errors.New("engine: no permission")
-	ErrOffsetOutOfRange  = errors.New("engine: offset out of range")
-	ErrMessageNotFound   = errors.New("engine: message not found")
-	ErrInvalidArgument   = errors.New("engine: invalid argument")
-	ErrBatchMixedTargets = errors.New("engine: batch messages must share one topic")
+	ErrClosed              = errors.New("engine: closed")
+	ErrTopicNotFound       = meta.ErrTopicNotFound
+	ErrGroupNotFound       = meta.ErrGroupNotFound
+	ErrNoOffset            = meta.ErrNoOffset
+	ErrInvalidTopic        = errors.New("engine: invalid topic")
+	ErrInvalidGroup        = errors.New("engine: invalid consumer group")
+	ErrReservedName        = errors.New("engine: reserved system name")
+	ErrInvalidQueue        = errors.New("engine: queue id out of range")
+	ErrEmptyBody           = errors.New("engine: empty message body")
+	ErrMessageTooLarge     = errors.New("engine: message body too large")
+	ErrInvalidMessage      = errors.New("engine: invalid message")
+	ErrNoPermission        = errors.New("engine: no permission")
+	ErrOffsetOutOfRange    = errors.New("engine: offset out of range")
+	ErrMessageNotFound     = errors.New("engine: message not found")
+	ErrInvalidArgument     = errors.New("engine: invalid argument")
+	ErrBatchMixedTargets   = errors.New("engine: batch messages must share one topic")
+	ErrMessageTypeMismatch = errors.New("engine: message type not allowed for the topic")
 )
 
 // OffsetRangeError reports a pull or seek outside a queue's stored range.

@@ -79,6 +79,24 @@ type Options struct {
 	// TimerHorizon is how far ahead a message may be scheduled. Default 72h.
 	TimerHorizon time.Duration
 
+	// DisableMessageTypeCheck lets a topic typed NORMAL, FIFO, DELAY or
+	// TRANSACTION take messages of other types. Default false: such a send
+	// fails with ErrMessageTypeMismatch (MIXED and untyped topics take
+	// every type).
+	DisableMessageTypeCheck bool
+
+	// TransactionTimeout is how long a half message waits for its decision
+	// before the first check. Default 6s.
+	TransactionTimeout time.Duration
+	// TransactionCheckInterval is the time between checks. Default 30s.
+	TransactionCheckInterval time.Duration
+	// TransactionCheckMax is how many checks a half message gets before it
+	// is discarded. Default 15.
+	TransactionCheckMax int
+	// TransactionScanInterval is how often pending half messages are
+	// looked at. Default 1s.
+	TransactionScanInterval time.Duration
+
 	// StoreHost is the address written into stored messages and offset
 	// message ids. Default 127.0.0.1:10911.
 	StoreHost netip.AddrPort
@@ -134,6 +152,18 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.RetentionInterval == 0 {
 		o.RetentionInterval = DefaultRetentionEvery
 	}
+	if o.TransactionTimeout == 0 {
+		o.TransactionTimeout = 6 * time.Second
+	}
+	if o.TransactionCheckInterval == 0 {
+		o.TransactionCheckInterval = 30 * time.Second
+	}
+	if o.TransactionCheckMax == 0 {
+		o.TransactionCheckMax = 15
+	}
+	if o.TransactionScanInterval == 0 {
+		o.TransactionScanInterval = time.Second
+	}
 	if len(o.DelayLevels) == 0 {
 		o.DelayLevels = DefaultDelayLevels
 	}
@@ -170,6 +200,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("engine: retention disk ratio %g outside (0, 1]", o.RetentionDiskRatio)
 	case !positive(o.DelayLevels):
 		return fmt.Errorf("engine: delay levels %v must all be positive", o.DelayLevels)
+	case o.TransactionTimeout < 0 || o.TransactionCheckInterval < 0 || o.TransactionCheckMax < 0 || o.TransactionScanInterval < 0:
+		return fmt.Errorf("engine: negative transaction check setting")
 	case o.TimerHorizon < 0:
 		return fmt.Errorf("engine: negative timer horizon %s", o.TimerHorizon)
 	case o.RetentionInterval < 0:

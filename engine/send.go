@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
 )
 
 // AnyQueue lets the engine choose the queue of a batch.
@@ -152,10 +153,47 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 	if err != nil {
 		return err
 	}
-	if due > 0 {
+	half := msgs[0].IsTransactionPrepared() || message.TransactionType(msgs[0].SysFlag) == message.SysFlagTransactionPrepared
+	if err := e.checkMessageType(t, msgs, due, half); err != nil {
+		return err
+	}
+	switch {
+	case half:
+		return e.storeHalf(s, t, q, msgs[0])
+	case due > 0:
 		return e.schedule(s, t, q, msgs[0], due)
 	}
 	return e.store(s, t, q, msgs, "", nil)
+}
+
+// checkMessageType refuses messages whose type the topic does not take.
+func (e *Engine) checkMessageType(t *topicState, msgs []*message.Message, due int64, half bool) error {
+	kind := meta.MessageTypeNormal
+	switch {
+	case half:
+		if len(msgs) > 1 {
+			return fmt.Errorf("%w: a batch cannot carry transactional messages", ErrInvalidMessage)
+		}
+		kind = meta.MessageTypeTransaction
+	case due > 0 || hasScheduleProperty(msgs[0]):
+		kind = meta.MessageTypeDelay
+	case msgs[0].Properties[message.PropertyShardingKey] != "":
+		kind = meta.MessageTypeFIFO
+	}
+	cfg := t.cfg.Load()
+	if e.opts.DisableMessageTypeCheck || cfg.MessageType.Accepts(kind) {
+		return nil
+	}
+	return fmt.Errorf("%w: topic %s takes %s messages, this one is %s", ErrMessageTypeMismatch, cfg.Name, cfg.MessageType, kind)
+}
+
+func hasScheduleProperty(m *message.Message) bool {
+	for _, k := range [...]string{message.PropertyDelayLevel, message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS} {
+		if _, ok := m.Properties[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // store encodes msgs into queue q and appends them as one batch. A

@@ -193,7 +193,7 @@ func validateTopicConfig(t *meta.Topic) error {
 	if t.Perm == 0 {
 		t.Perm = meta.PermRW
 	}
-	if t.MessageType < meta.MessageTypeNormal || t.MessageType > meta.MessageTypeMixed {
+	if t.MessageType < meta.MessageTypeUnspecified || t.MessageType > meta.MessageTypeMixed {
 		return fmt.Errorf("%w: topic %s: unknown message type %d", ErrInvalidArgument, t.Name, t.MessageType)
 	}
 	return nil

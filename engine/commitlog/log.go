@@ -108,9 +108,10 @@ func Open(dir string, opts *Options) (*Log, error) {
 		lock.Close()
 		return nil, err
 	}
-	l.background.Add(2)
+	l.background.Add(3)
 	go l.flushLoop()
 	go l.preallocLoop()
+	go l.prefaultLoop()
 	l.requestPrealloc(l.active.base + l.segSize)
 	return l, nil
 }

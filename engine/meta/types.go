@@ -27,16 +27,19 @@ func (p Perm) Writable() bool { return p&PermWrite != 0 }
 // message.type attribute).
 type MessageType int32
 
-// Message types. MessageTypeNormal is the zero value.
+// Message types, as RocketMQ's TopicMessageType. A topic created without a
+// type is MessageTypeUnspecified (the zero value) and, like MIXED, accepts
+// every kind of message.
 const (
-	MessageTypeNormal MessageType = iota
+	MessageTypeUnspecified MessageType = iota
+	MessageTypeNormal
 	MessageTypeFIFO
 	MessageTypeDelay
 	MessageTypeTransaction
 	MessageTypeMixed
 )
 
-var messageTypeNames = [...]string{"NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"}
+var messageTypeNames = [...]string{"UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"}
 
 // String returns the type's RocketMQ name (NORMAL, FIFO, DELAY, TRANSACTION, MIXED).
 func (t MessageType) String() string {
@@ -46,12 +49,12 @@ func (t MessageType) String() string {
 	return messageTypeNames[t]
 }
 
-// ParseMessageType reads a type name, case-insensitively; "UNSPECIFIED"
-// reads as NORMAL.
+// ParseMessageType reads a type name, case-insensitively; "" reads as
+// UNSPECIFIED.
 func ParseMessageType(s string) (MessageType, error) {
 	u := strings.ToUpper(strings.TrimSpace(s))
-	if u == "UNSPECIFIED" || u == "" {
-		return MessageTypeNormal, nil
+	if u == "" {
+		return MessageTypeUnspecified, nil
 	}
 	for i, n := range messageTypeNames {
 		if n == u {
@@ -59,6 +62,11 @@ func ParseMessageType(s string) (MessageType, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: unknown message type %q (want NORMAL, FIFO, DELAY, TRANSACTION or MIXED)", ErrInvalid, s)
+}
+
+// Accepts reports whether a topic of type t takes a message of type m.
+func (t MessageType) Accepts(m MessageType) bool {
+	return t == MessageTypeUnspecified || t == MessageTypeMixed || t == m
 }
 
 // Topic is a topic's configuration.

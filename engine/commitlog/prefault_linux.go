@@ -1,0 +1,67 @@
+package commitlog
+
+import (
+	"errors"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Prefaulting: the first write to each page of a fresh segment traps into
+// the kernel, which costs more than copying the record itself. A background
+// goroutine therefore populates, writable, the pages just ahead of the
+// writer: a window sized to about a second of the recent write rate (so
+// idle logs prefault nothing and pages are overwritten soon after they are
+// touched, before the kernel would write their zeros back).
+const (
+	prefaultTick      = 50 * time.Millisecond
+	prefaultMaxWindow = 64 << 20
+)
+
+func (l *Log) prefaultLoop() {
+	defer l.background.Done()
+	t := time.NewTicker(prefaultTick)
+	defer t.Stop()
+	last := l.end.Load()
+	var done int64 // pages below are populated
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		end := l.end.Load()
+		rate := end - last // bytes per tick
+		last = end
+		window := min(rate*int64(time.Second/prefaultTick), prefaultMaxWindow)
+		if window <= 0 {
+			continue
+		}
+		from := max(done, end)
+		if !l.prefault(from, end+window) {
+			return
+		}
+		done = end + window
+	}
+}
+
+// prefault populates the pages of [from, to) that lie in the segment
+// holding from. It returns false when the kernel cannot do it.
+func (l *Log) prefault(from, to int64) bool {
+	s := l.segmentAt(from)
+	if s == nil || !s.acquire() {
+		return true
+	}
+	defer s.release()
+	a := (from - s.base) &^ int64(pageSize-1)
+	b := min(to-s.base, int64(len(s.data)))
+	if b <= a {
+		return true
+	}
+	err := unix.Madvise(s.data[a:b], unix.MADV_POPULATE_WRITE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		l.logger.Info("commitlog: this kernel cannot prefault pages; appends will take page faults")
+		return false
+	}
+	return true
+}

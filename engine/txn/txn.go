@@ -1,0 +1,159 @@
+// Package txn indexes transactional half messages that are still waiting
+// for their producer's decision, and tracks how often each was checked.
+//
+// A half message is stored once, in the commit log, under
+// RMQ_SYS_TRANS_HALF_TOPIC. The dispatcher adds it to this index; the record
+// that resolves it (the committed message, a rollback marker, or a discard
+// record after too many checks) carries the half message's commit-log
+// offset in a property, and the dispatcher removes the index entry when it
+// indexes that record. So the index is derived from the log like every
+// other index and survives a crash.
+//
+// Key of one pending half message (big-endian):
+//
+//	'h' | commit-log offset u64 → empty
+//
+// Check counts are kept in memory by Checks: after a restart every pending
+// half message is checked again from its first check.
+package txn
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Prefix is the first byte of every key of the index.
+const Prefix = 'h'
+
+func key(dst []byte, off int64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, Prefix), uint64(off))
+}
+
+// Writer adds and removes pending half messages in a batch, reusing one key
+// buffer. It is not safe for concurrent use.
+type Writer struct{ k []byte }
+
+// Add records the half message at off as pending.
+func (w *Writer) Add(b *pebble.Batch, off int64) error {
+	w.k = key(w.k[:0], off)
+	return b.Set(w.k, nil, nil)
+}
+
+// Resolve removes the half message at off.
+func (w *Writer) Resolve(b *pebble.Batch, off int64) error {
+	w.k = key(w.k[:0], off)
+	return b.Delete(w.k, nil)
+}
+
+// Store reads the index.
+type Store struct{ db *pebble.DB }
+
+// New returns a Store over db.
+func New(db *pebble.DB) *Store { return &Store{db: db} }
+
+// Pending reports whether the half message at off waits for a decision.
+func (s *Store) Pending(off int64) (bool, error) {
+	_, closer, err := s.db.Get(key(nil, off))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("txn: read: %w", err)
+	}
+	closer.Close()
+	return true, nil
+}
+
+// List appends to dst up to limit pending half messages from offset from
+// on, oldest first.
+func (s *Store) List(from int64, limit int, dst []int64) ([]int64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: key(nil, max(from, 0)), UpperBound: []byte{Prefix + 1}})
+	if err != nil {
+		return dst, fmt.Errorf("txn: read: %w", err)
+	}
+	defer it.Close()
+	for valid := it.First(); valid && limit > 0; valid = it.Next() {
+		if k := it.Key(); len(k) == 9 {
+			dst = append(dst, int64(binary.BigEndian.Uint64(k[1:])))
+			limit--
+		}
+	}
+	return dst, it.Error()
+}
+
+// Check is the check state of one pending half message.
+type Check struct {
+	Count int   // checks sent so far
+	Next  int64 // ms since the epoch: when the next check is due
+}
+
+// Checks holds the check state of pending half messages, in memory. It is
+// safe for concurrent use.
+type Checks struct {
+	mu sync.Mutex
+	m  map[int64]*Check
+	// resolving holds half messages whose resolving record was appended
+	// but may not be indexed yet, with that record's offset, so a second
+	// decision is refused even before the index catches up.
+	resolving map[int64]int64
+}
+
+// NewChecks returns an empty Checks.
+func NewChecks() *Checks {
+	return &Checks{m: map[int64]*Check{}, resolving: map[int64]int64{}}
+}
+
+// Get returns the check state of off, calling init to create it.
+func (c *Checks) Get(off int64, init func() Check) Check {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.m[off]
+	if !ok {
+		v := init()
+		st = &v
+		c.m[off] = st
+	}
+	return *st
+}
+
+// Set records the check state of off.
+func (c *Checks) Set(off int64, st Check) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[off] = &st
+}
+
+// BeginResolve claims off for resolution; it returns false when another
+// decision for it is under way or was recorded at or after indexed (the
+// dispatcher's position: records below it are indexed).
+func (c *Checks) BeginResolve(off, indexed int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for h, rec := range c.resolving {
+		if rec >= 0 && rec < indexed {
+			delete(c.resolving, h) // indexed: the index now answers
+		}
+	}
+	if _, busy := c.resolving[off]; busy {
+		return false
+	}
+	c.resolving[off] = -1
+	return true
+}
+
+// EndResolve records that the decision for off was appended at rec (or
+// failed, with rec < 0, which frees off again).
+func (c *Checks) EndResolve(off, rec int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec < 0 {
+		delete(c.resolving, off)
+		return
+	}
+	c.resolving[off] = rec
+	delete(c.m, off)
+}
