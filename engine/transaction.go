@@ -173,6 +173,9 @@ func (e *Engine) halfMessage(off int64) (*message.Message, error) {
 
 // resolve appends the record that settles the half message at off.
 func (e *Engine) resolve(ctx context.Context, off int64, half *message.Message, d Decision) error {
+	if err := e.disp.waitFor(ctx, off+1); err != nil { // the half message must be indexed
+		return err
+	}
 	pending, err := e.halves.Pending(off)
 	if err != nil {
 		return err
