@@ -22,6 +22,7 @@ import (
 	"github.com/karmanmq/karman/engine/registry"
 	"github.com/karmanmq/karman/engine/timer"
 	"github.com/karmanmq/karman/engine/txn"
+	"github.com/karmanmq/karman/filter"
 )
 
 // Engine is an open broker store: topics, queues, messages, groups and
@@ -45,7 +46,8 @@ type Engine struct {
 
 	disp *dispatcher
 
-	events eventBus
+	events     eventBus
+	sqlFilters *filter.Cache
 
 	halves     *txn.Store
 	txnChecks  *txn.Checks
@@ -80,7 +82,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: create data dir: %w", err)
 	}
-	e := &Engine{opts: o, dir: dir, closing: make(chan struct{}), clients: registry.New(registry.Options{})}
+	e := &Engine{opts: o, dir: dir, closing: make(chan struct{}), clients: registry.New(registry.Options{}), sqlFilters: filter.NewCache(sqlCacheSize)}
 	e.ids = message.NewGenerator(o.StoreHost.Addr())
 	e.bufs.New = func() any { return new(sendState) }
 	if err := e.open(); err != nil {

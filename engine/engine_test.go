@@ -252,7 +252,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := e.MessageAt(12345); !errors.Is(err, ErrMessageNotFound) {
 		t.Errorf("bad commit-log offset: %v", err)
 	}
-	if _, err := TagFilter("||"); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := TagFilter("||"); !errors.Is(err, ErrInvalidFilter) {
 		t.Errorf("bad tag filter: %v", err)
 	}
 }
@@ -501,4 +501,68 @@ func TestDeleteTopic(t *testing.T) {
 	if err := e.DeleteTopic("T"); !errors.Is(err, ErrTopicNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
+}
+
+func TestSQLFilterPull(t *testing.T) {
+	e := openTest(t, t.TempDir(), nil)
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	ctx := context.Background()
+	for i := range 100 {
+		e.Send(ctx, newMsg("T", fmt.Sprint(i), "n", fmt.Sprint(i), "color", []string{"red", "blue"}[i%2], message.PropertyTags, "t"))
+	}
+	f, err := e.SQLFilter("G", "T", "n >= 90 AND color = 'red' AND TAGS = 't'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pullAll(t, e, "T", 0, 0, f)
+	if len(got) != 5 {
+		t.Fatalf("SQL filter matched %d, want 5", len(got))
+	}
+	if _, err := e.SQLFilter("G", "T", "n >>= 1"); !errors.Is(err, ErrInvalidFilter) || !strings.Contains(err.Error(), "column") {
+		t.Fatalf("bad expression: %v", err)
+	}
+	off := openTest(t, t.TempDir(), &Options{DisableSQLFilter: true})
+	defer off.Close()
+	if _, err := off.SQLFilter("G", "T", "a = 1"); !errors.Is(err, ErrFilterDisabled) {
+		t.Fatalf("disabled SQL filter: %v", err)
+	}
+}
+
+// BenchmarkFilteredPull scans a queue where 1% of the messages match.
+func BenchmarkFilteredPull(b *testing.B) {
+	e := openTest(b, b.TempDir(), &Options{SegmentSize: 256 << 20})
+	defer e.Close()
+	mustTopic(b, e, "T", 1)
+	ctx := context.Background()
+	const n = 100_000
+	batch := make([]*message.Message, 100)
+	for i := range batch {
+		batch[i] = newMsg("T", strings.Repeat("x", 256), "n", fmt.Sprint(i))
+	}
+	for range n / 100 {
+		if _, err := e.SendBatch(ctx, batch, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e.WaitDispatched(ctx)
+	f, err := e.SQLFilter("G", "T", "n = 7")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	scanned := 0
+	for b.Loop() {
+		var off int64
+		for off < n {
+			res, err := e.Pull(ctx, "T", 0, off, 32, f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			scanned += int(res.NextOffset - off)
+			off = res.NextOffset
+			res.Release()
+		}
+	}
+	b.ReportMetric(float64(scanned)/b.Elapsed().Seconds(), "scanned/s")
 }

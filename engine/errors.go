@@ -27,6 +27,8 @@ var (
 	ErrInvalidArgument     = errors.New("engine: invalid argument")
 	ErrBatchMixedTargets   = errors.New("engine: batch messages must share one topic")
 	ErrMessageTypeMismatch = errors.New("engine: message type not allowed for the topic")
+	ErrInvalidFilter       = errors.New("engine: invalid filter expression")
+	ErrFilterDisabled      = errors.New("engine: filter type disabled")
 )
 
 // OffsetRangeError reports a pull or seek outside a queue's stored range.

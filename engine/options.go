@@ -79,6 +79,10 @@ type Options struct {
 	// TimerHorizon is how far ahead a message may be scheduled. Default 72h.
 	TimerHorizon time.Duration
 
+	// DisableSQLFilter refuses SQL92 filters (RocketMQ's
+	// enablePropertyFilter=false). Default false: SQL92 filtering is on.
+	DisableSQLFilter bool
+
 	// DisableMessageTypeCheck lets a topic typed NORMAL, FIFO, DELAY or
 	// TRANSACTION take messages of other types. Default false: such a send
 	// fails with ErrMessageTypeMismatch (MIXED and untyped topics take
