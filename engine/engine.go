@@ -108,10 +108,13 @@ func (e *Engine) open() error {
 	if e.meta, err = meta.Open(filepath.Join(e.dir, "meta"), e.opts.Logger); err != nil {
 		return err
 	}
+	cache := pebble.NewCache(e.opts.IndexCacheSize)
+	defer cache.Unref()
 	e.idx, err = pebble.Open(filepath.Join(e.dir, "index"), &pebble.Options{
 		DisableWAL:   true,
 		Logger:       kv.Logger{L: e.opts.Logger},
 		MemTableSize: 64 << 20,
+		Cache:        cache,
 	})
 	if err != nil {
 		return fmt.Errorf("engine: open index: %w", err)

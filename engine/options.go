@@ -73,6 +73,10 @@ type Options struct {
 	// RetentionInterval is how often retention runs. Default 1m.
 	RetentionInterval time.Duration
 
+	// IndexCacheSize is the block cache of the queue and key index, in
+	// bytes. Default 256 MiB.
+	IndexCacheSize int64
+
 	// DelayLevels are the delays of the DELAY property's levels 1..n.
 	// Default DefaultDelayLevels (RocketMQ's 18 levels, 1s to 2h).
 	DelayLevels []time.Duration
@@ -167,6 +171,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.TransactionScanInterval == 0 {
 		o.TransactionScanInterval = time.Second
+	}
+	if o.IndexCacheSize == 0 {
+		o.IndexCacheSize = 256 << 20
 	}
 	if len(o.DelayLevels) == 0 {
 		o.DelayLevels = DefaultDelayLevels
