@@ -40,6 +40,7 @@ of serve can also be set with an environment variable KARMAN_<FLAG>
 	})
 	root.AddCommand(
 		newServeCmd(reg),
+		newNamesrvCmd(reg),
 		newConfigCmd(reg),
 		newBenchCmd(),
 		newVersionCmd(),
