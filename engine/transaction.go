@@ -176,11 +176,14 @@ func (e *Engine) resolve(ctx context.Context, off int64, half *message.Message, 
 	if err := e.disp.waitFor(ctx, off+1); err != nil { // the half message must be indexed
 		return err
 	}
+	// Read the index position before the pending check: a decision indexed
+	// in between must not be mistaken for one that is safe to forget.
+	indexed := e.disp.pos.Load()
 	pending, err := e.halves.Pending(off)
 	if err != nil {
 		return err
 	}
-	if !pending || !e.txnChecks.BeginResolve(off, e.disp.pos.Load()) {
+	if !pending || !e.txnChecks.BeginResolve(off, indexed) {
 		return fmt.Errorf("%w: half message at %d", ErrTransactionResolved, off)
 	}
 	rec := int64(-1)

@@ -152,17 +152,53 @@ func (s *Store) DeleteTopic(name string) error {
 	if err := b.Delete(append([]byte{'t'}, name...), nil); err != nil {
 		return err
 	}
-	for g := range s.groups {
-		for _, p := range [][]byte{offsetPrefix(g, name), popTopicPrefix(g, name)} {
-			if err := b.DeleteRange(p, kv.PrefixEnd(p), nil); err != nil {
-				return err
-			}
-		}
+	// Offsets and pop states are found by scanning their keys rather than
+	// s.groups: a group commits offsets without being configured.
+	if err := s.deleteTopicRecords(b, name); err != nil {
+		return fmt.Errorf("meta: delete topic %s: %w", name, err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("meta: delete topic %s: %w", name, err)
 	}
 	delete(s.topics, name)
+	return nil
+}
+
+// deleteTopicRecords adds to b the deletion of the offsets and pop states
+// every group holds in topic. It visits each group's key range once,
+// skipping from one group to the next.
+func (s *Store) deleteTopicRecords(b *pebble.Batch, topic string) error {
+	kinds := []struct {
+		prefix byte
+		group  func(group string) []byte
+		topic  func(group, topic string) []byte
+	}{
+		{'o', groupOffsetPrefix, offsetPrefix},
+		{'p', popGroupPrefix, popTopicPrefix},
+	}
+	for _, kind := range kinds {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kind.prefix}, UpperBound: []byte{kind.prefix + 1}})
+		if err != nil {
+			return err
+		}
+		for valid := it.First(); valid; {
+			k := it.Key()[1:]
+			if len(k) < 1 || len(k) < 1+int(k[0]) {
+				valid = it.Next()
+				continue
+			}
+			group := string(k[1 : 1+k[0]])
+			p := kind.topic(group, topic)
+			if err := b.DeleteRange(p, kv.PrefixEnd(p), nil); err != nil {
+				it.Close()
+				return err
+			}
+			valid = it.SeekGE(kv.PrefixEnd(kind.group(group)))
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

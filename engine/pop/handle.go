@@ -41,7 +41,16 @@ func NewSigner(key []byte) *Signer {
 
 // Encode returns the handle's text, authenticated for group.
 func (s *Signer) Encode(h Handle, group string) string {
-	b := make([]byte, 0, 64+len(h.Topic))
+	b := appendBody(make([]byte, 0, 64+len(h.Topic)), h)
+	var sum [sha256.Size]byte
+	m := s.mac(group, b, sum[:0])
+	b = append(b, ' ')
+	b = hex.AppendEncode(b, m)
+	return string(b)
+}
+
+// appendBody appends the handle's fields, without the MAC.
+func appendBody(b []byte, h Handle) []byte {
 	b = append(b, "1 "...)
 	b = append(b, h.Topic...)
 	b = append(b, ' ')
@@ -51,12 +60,7 @@ func (s *Signer) Encode(h Handle, group string) string {
 	b = append(b, ' ')
 	b = strconv.AppendUint(b, uint64(h.Nonce), 10)
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, h.Deadline, 10)
-	var sum [sha256.Size]byte
-	m := s.mac(group, b, sum[:0])
-	b = append(b, ' ')
-	b = hex.AppendEncode(b, m)
-	return string(b)
+	return strconv.AppendInt(b, h.Deadline, 10)
 }
 
 func (s *Signer) mac(group string, body, dst []byte) []byte {
@@ -81,9 +85,12 @@ func decodeHandle(signer *Signer, s, group string) (Handle, error) {
 		return Handle{}, fmt.Errorf("%w: no MAC", ErrInvalidHandle)
 	}
 	body, sum := s[:i], s[i+1:]
-	got, err := hex.DecodeString(sum)
+	// Compare the hex text, not the bytes it decodes to, so upper-case
+	// digits do not make a second valid text for the same delivery.
 	var want [sha256.Size]byte
-	if err != nil || !hmac.Equal(got, signer.mac(group, []byte(body), want[:0])) {
+	var wantHex [2 * macLen]byte
+	hex.Encode(wantHex[:], signer.mac(group, []byte(body), want[:0]))
+	if !hmac.Equal([]byte(sum), wantHex[:]) {
 		return Handle{}, fmt.Errorf("%w: not issued to group %s by this broker", ErrInvalidHandle, group)
 	}
 	f := strings.Split(body, " ")
@@ -97,5 +104,12 @@ func decodeHandle(signer *Signer, s, group string) (Handle, error) {
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return Handle{}, fmt.Errorf("%w: %w", ErrInvalidHandle, err)
 	}
-	return Handle{Topic: f[1], Queue: int32(q), Offset: off, Nonce: uint32(nonce), Deadline: deadline}, nil
+	h := Handle{Topic: f[1], Queue: int32(q), Offset: off, Nonce: uint32(nonce), Deadline: deadline}
+	// Only the text Encode writes is valid: no signs, leading zeros or
+	// "-0".
+	var buf [96]byte
+	if string(appendBody(buf[:0], h)) != body {
+		return Handle{}, fmt.Errorf("%w: not in canonical form", ErrInvalidHandle)
+	}
+	return h, nil
 }

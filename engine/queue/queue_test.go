@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/karmanmq/karman/engine/internal/kv"
 )
 
 // openDB opens an index database as the engine does: no write-ahead log,
 // since every entry can be rebuilt from the commit log.
 func openDB(t testing.TB) *pebble.DB {
 	t.Helper()
-	db, err := pebble.Open(t.TempDir(), &pebble.Options{DisableWAL: true})
+	db, err := pebble.Open(t.TempDir(), &pebble.Options{DisableWAL: true, Logger: kv.Logger{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,9 @@ func (s *Scheduler) Unlock() { s.mu.Unlock() }
 // delivery.
 const retryDelay = 100 * time.Millisecond
 
+// maxSleep is the longest the Scheduler sleeps without checking the index.
+const maxSleep = time.Hour
+
 // Run delivers due entries until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
@@ -121,30 +124,39 @@ func (s *Scheduler) deliverDue(ctx context.Context) (time.Duration, error) {
 		// Take the floor before reading: an entry scheduled meanwhile
 		// lowers it again and wakes us.
 		from := s.floor.Swap(math.MaxInt64)
+		// Read under the lock, so an entry cancelled while we waited for
+		// it is not delivered.
+		s.mu.Lock()
 		var err error
 		buf, err = s.store.Range(from, now, s.batch, buf[:0])
+		if err == nil && len(buf) > 0 {
+			s.lowerFloor(buf[0].Due)
+			err = s.deliver(ctx, buf)
+			s.mu.Unlock()
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		s.mu.Unlock()
 		if err != nil {
 			s.lowerFloor(from)
 			return 0, err
 		}
-		if len(buf) == 0 {
-			next, ok, err := s.store.Next(now + 1)
-			if err != nil {
-				s.lowerFloor(from)
-				return 0, err
-			}
-			s.lowerFloor(now + 1) // nothing before now+1 is pending
-			if !ok {
-				return time.Hour, nil
-			}
-			return time.Duration(next.Due-now) * time.Millisecond, nil
-		}
-		s.lowerFloor(buf[0].Due)
-		s.mu.Lock()
-		err = s.deliver(ctx, buf)
-		s.mu.Unlock()
+		next, ok, err := s.store.Next(now + 1)
 		if err != nil {
+			s.lowerFloor(from)
 			return 0, err
 		}
+		s.lowerFloor(now + 1) // nothing before now+1 is pending
+		if !ok {
+			return maxSleep, nil
+		}
+		// Compare in milliseconds: a far-future due time overflows a
+		// Duration.
+		if d := next.Due - now; d < maxSleep.Milliseconds() {
+			return time.Duration(d) * time.Millisecond, nil
+		}
+		return maxSleep, nil
 	}
 }
