@@ -48,6 +48,7 @@ const (
 	minInvisible      = 10 * time.Millisecond
 	maxInvisible      = 12 * time.Hour
 	defaultInvisible  = 30 * time.Second
+	popArenaSize      = 64 << 10 // first buffer of a pop's records
 	popKeyMetaHandles = "pop-handle-key"
 )
 
@@ -72,6 +73,8 @@ type PopOptions struct {
 	// messages again instead of nothing (a client retrying a lost
 	// response).
 	AttemptID string
+
+	arena []byte // records of this pop are read into it, back to back
 }
 
 // PoppedMessage is one delivered message.
@@ -225,7 +228,8 @@ func (e *Engine) ensureGroup(name string) (meta.Group, error) {
 func (e *Engine) popOnce(ctx context.Context, t *topicState, g meta.Group, o *PopOptions) ([]PoppedMessage, int64, error) {
 	qs := *t.queues.Load()
 	n := min(int(t.cfg.Load().ReadQueues), len(qs))
-	var out []PoppedMessage
+	out := make([]PoppedMessage, 0, o.Max)
+	o.arena = nil
 	var next int64
 	start := rand.IntN(n)
 	for i := 0; i < n && len(out) < o.Max; i++ {
@@ -286,7 +290,7 @@ func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, 
 			}
 			st.Cursor = en.Offset + 1
 			pq.dirty = true
-			rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter)
+			rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter, &o.arena)
 			if err != nil {
 				return out, 0, err
 			}
@@ -305,7 +309,7 @@ func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, 
 // it has used up its attempts.
 func (e *Engine) redeliver(q *queueState, pq *popQueue, off, now int64, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, error) {
 	f := pq.st.Inflight[off]
-	rec, ok, err := e.popRecordAt(q, off, o.Filter)
+	rec, ok, err := e.popRecordAt(q, off, o.Filter, &o.arena)
 	if err != nil {
 		return out, err
 	}
@@ -347,33 +351,44 @@ func (e *Engine) deliver(q *queueState, pq *popQueue, off int64, f *pop.Inflight
 
 // popRecordAt reads the record at queue offset off; ok is false when it is
 // gone or the filter rejects it.
-func (e *Engine) popRecordAt(q *queueState, off int64, f Filter) ([]byte, bool, error) {
+func (e *Engine) popRecordAt(q *queueState, off int64, f Filter, arena *[]byte) ([]byte, bool, error) {
 	en, ok, err := e.queues.Get(q.topic, q.id, off)
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	return e.popRecord(q, en.CommitLogOffset, en.TagHash, f)
+	return e.popRecord(q, en.CommitLogOffset, en.TagHash, f, arena)
 }
 
-// popRecord reads a record for delivery; ok is false when it is gone,
-// corrupt, or rejected by the filter.
-func (e *Engine) popRecord(q *queueState, clOffset, tagHash int64, f Filter) ([]byte, bool, error) {
+// popRecord reads a record for delivery, appending it to *arena (nil: a
+// buffer of its own); ok is false when it is gone, corrupt, or rejected by
+// the filter. Records already in the arena stay valid when it grows.
+func (e *Engine) popRecord(q *queueState, clOffset, tagHash int64, f Filter, arena *[]byte) ([]byte, bool, error) {
 	if f != nil && !f.MatchTagHash(tagHash) {
 		return nil, false, nil
 	}
-	rec, err := e.log.Read(clOffset, nil)
+	if arena == nil {
+		arena = new([]byte)
+	}
+	if *arena == nil {
+		*arena = make([]byte, 0, popArenaSize)
+	}
+	start := len(*arena)
+	buf, err := e.log.Read(clOffset, *arena)
 	if err != nil {
 		if e.skippable(err, clOffset) {
 			return nil, false, nil
 		}
 		return nil, false, err
 	}
+	rec := buf[start:len(buf):len(buf)]
 	if f != nil {
 		h, err := message.PeekStored(rec)
 		if err != nil || !f.Match(h.Properties) {
+			*arena = buf[:start]
 			return nil, false, nil
 		}
 	}
+	*arena = buf
 	return rec, true, nil
 }
 
@@ -432,7 +447,7 @@ func (e *Engine) DeadLetter(ctx context.Context, group, handle string) error {
 	if err != nil {
 		return err
 	}
-	rec, ok, err := e.popRecordAt(q, h.Offset, nil)
+	rec, ok, err := e.popRecordAt(q, h.Offset, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -590,7 +605,7 @@ func (e *Engine) popFIFO(ctx context.Context, q *queueState, pq *popQueue, o *Po
 		}
 		st.Cursor = max(st.Cursor, off+1)
 		pq.dirty = true
-		rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter)
+		rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter, &o.arena)
 		if err != nil {
 			return out, 0, err
 		}
@@ -625,7 +640,7 @@ func (e *Engine) fifoInflight(q *queueState, pq *popQueue, clOffset, tagHash, of
 		blocked[f.Group] = true
 		return out, nil
 	}
-	rec, ok, err := e.popRecord(q, clOffset, tagHash, o.Filter)
+	rec, ok, err := e.popRecord(q, clOffset, tagHash, o.Filter, &o.arena)
 	if err != nil {
 		return out, err
 	}

@@ -1,15 +1,17 @@
 package pop
 
 import (
-	"crypto/hmac"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"strconv"
 	"strings"
-	"sync"
+	"unsafe"
 )
 
 // ErrInvalidHandle reports a receipt handle that is malformed, forged or
@@ -29,21 +31,31 @@ const macLen = 8
 
 // Signer issues and checks receipt handles with one secret key. It is safe
 // for concurrent use.
+//
+// The MAC is AES-CBC-MAC over the group and the handle's fields, prefixed
+// by their lengths (which makes the input prefix-free, the condition under
+// which CBC-MAC is a secure MAC). It costs a few AES rounds in hardware,
+// a fraction of an HMAC, and acknowledgements verify one per message.
 type Signer struct {
-	macs sync.Pool // hash.Hash: HMAC-SHA256 keyed once, reset per use
+	block cipher.Block
 }
 
-// NewSigner returns a Signer keyed with key.
+// NewSigner returns a Signer keyed with key (any length; it is hashed to
+// an AES-256 key).
 func NewSigner(key []byte) *Signer {
-	key = append([]byte(nil), key...)
-	return &Signer{macs: sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
+	k := sha256.Sum256(key)
+	b, err := aes.NewCipher(k[:])
+	if err != nil {
+		panic(err) // a 32-byte key is always valid
+	}
+	return &Signer{block: b}
 }
 
 // Encode returns the handle's text, authenticated for group.
 func (s *Signer) Encode(h Handle, group string) string {
 	b := appendBody(make([]byte, 0, 64+len(h.Topic)), h)
-	var sum [sha256.Size]byte
-	m := s.mac(group, b, sum[:0])
+	var sum [macLen]byte
+	m := s.mac(group, unsafeString(b), sum[:0])
 	b = append(b, ' ')
 	b = hex.AppendEncode(b, m)
 	return string(b)
@@ -63,15 +75,26 @@ func appendBody(b []byte, h Handle) []byte {
 	return strconv.AppendInt(b, h.Deadline, 10)
 }
 
-func (s *Signer) mac(group string, body, dst []byte) []byte {
-	m := s.macs.Get().(hash.Hash)
-	m.Reset()
-	m.Write([]byte(group))
-	m.Write([]byte{0})
-	m.Write(body)
-	dst = m.Sum(dst)
-	s.macs.Put(m)
-	return dst[:macLen]
+func (s *Signer) mac(group, body string, dst []byte) []byte {
+	var x [aes.BlockSize]byte
+	binary.BigEndian.PutUint64(x[0:], uint64(len(group)))
+	binary.BigEndian.PutUint64(x[8:], uint64(len(body)))
+	s.block.Encrypt(x[:], x[:])
+	s.chain(&x, group)
+	s.chain(&x, body)
+	return append(dst, x[:macLen]...)
+}
+
+// chain feeds data into the CBC-MAC state x, zero-padding its last block.
+func (s *Signer) chain(x *[aes.BlockSize]byte, data string) {
+	for len(data) > 0 {
+		n := min(len(data), aes.BlockSize)
+		for i := range n {
+			x[i] ^= data[i]
+		}
+		s.block.Encrypt(x[:], x[:])
+		data = data[n:]
+	}
 }
 
 // Decode parses and authenticates a handle issued to group.
@@ -87,14 +110,23 @@ func decodeHandle(signer *Signer, s, group string) (Handle, error) {
 	body, sum := s[:i], s[i+1:]
 	// Compare the hex text, not the bytes it decodes to, so upper-case
 	// digits do not make a second valid text for the same delivery.
-	var want [sha256.Size]byte
+	var want [macLen]byte
 	var wantHex [2 * macLen]byte
-	hex.Encode(wantHex[:], signer.mac(group, []byte(body), want[:0]))
-	if !hmac.Equal([]byte(sum), wantHex[:]) {
+	hex.Encode(wantHex[:], signer.mac(group, body, want[:0]))
+	if subtle.ConstantTimeCompare([]byte(sum), wantHex[:]) != 1 {
 		return Handle{}, fmt.Errorf("%w: not issued to group %s by this broker", ErrInvalidHandle, group)
 	}
-	f := strings.Split(body, " ")
-	if len(f) != 6 || f[0] != "1" {
+	var f [6]string
+	n := 0
+	for rest := body; n < len(f); n++ {
+		var ok bool
+		f[n], rest, ok = strings.Cut(rest, " ")
+		if !ok {
+			n++
+			break
+		}
+	}
+	if n != len(f) || f[0] != "1" {
 		return Handle{}, fmt.Errorf("%w: unknown layout", ErrInvalidHandle)
 	}
 	q, err1 := strconv.ParseInt(f[2], 10, 32)
@@ -113,3 +145,7 @@ func decodeHandle(signer *Signer, s, group string) (Handle, error) {
 	}
 	return h, nil
 }
+
+// unsafeString views b as a string for the duration of a call that does
+// not keep it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

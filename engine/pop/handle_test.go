@@ -14,7 +14,7 @@ var testKey = []byte("0123456789abcdef0123456789abcdef")
 // sign returns body with a valid MAC for group appended, so tests can hand
 // the parser bodies Encode would never produce.
 func sign(s *Signer, body, group string) string {
-	return body + " " + hex.EncodeToString(s.mac(group, []byte(body), nil))
+	return body + " " + hex.EncodeToString(s.mac(group, body, nil))
 }
 
 func TestHandleRoundTrip(t *testing.T) {
@@ -103,7 +103,7 @@ func TestHandleInvalid(t *testing.T) {
 		{"MAC odd length", good[:len(good)-1], "G"},
 		{"MAC too short", good[:len(good)-2], "G"},
 		{"MAC too long", good + "00", "G"},
-		{"full-length MAC", goodBody + " " + hex.EncodeToString(append(s.mac("G", []byte(goodBody), nil), make([]byte, 24)...)), "G"},
+		{"full-length MAC", goodBody + " " + hex.EncodeToString(append(s.mac("G", goodBody, nil), make([]byte, 24)...)), "G"},
 		{"MAC missing", goodBody, "G"},
 		{"trailing space", good + " ", "G"},
 		{"leading space", " " + good, "G"},
