@@ -231,6 +231,9 @@ func (e *Engine) popOnce(ctx context.Context, t *topicState, g meta.Group, o *Po
 	out := make([]PoppedMessage, 0, o.Max)
 	o.arena = nil
 	var next int64
+	// First pass: skip queues another consumer is popping right now; come
+	// back to them (and wait) only if the free ones were not enough.
+	var busy []*popQueue
 	start := rand.IntN(n)
 	for i := 0; i < n && len(out) < o.Max; i++ {
 		q := qs[(start+i)%n]
@@ -238,27 +241,49 @@ func (e *Engine) popOnce(ctx context.Context, t *topicState, g meta.Group, o *Po
 		if err != nil {
 			return out, 0, err
 		}
-		var d int64
-		if g.FIFO {
-			out, d, err = e.popFIFO(ctx, q, pq, o, out)
-		} else {
-			out, d, err = e.popQueueOnce(ctx, q, pq, o, out)
+		if !pq.mu.TryLock() {
+			busy = append(busy, pq)
+			continue
 		}
+		out, next, err = e.popLocked(ctx, q, pq, g, o, out, next)
 		if err != nil {
 			return out, 0, err
 		}
-		if d > 0 && (next == 0 || d < next) {
-			next = d
+	}
+	for _, pq := range busy {
+		if len(out) == o.Max {
+			break
+		}
+		pq.mu.Lock()
+		var err error
+		out, next, err = e.popLocked(ctx, qs[pq.key.queue], pq, g, o, out, next)
+		if err != nil {
+			return out, 0, err
 		}
 	}
 	return out, next, nil
 }
 
-// popQueueOnce pops from one queue of a concurrent group: expired messages
-// first, then new ones.
-func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, int64, error) {
-	pq.mu.Lock()
+// popLocked pops from one queue whose lock the caller holds, releases the
+// lock, and folds the queue's next deadline into next.
+func (e *Engine) popLocked(ctx context.Context, q *queueState, pq *popQueue, g meta.Group, o *PopOptions, out []PoppedMessage, next int64) ([]PoppedMessage, int64, error) {
 	defer pq.mu.Unlock()
+	var d int64
+	var err error
+	if g.FIFO {
+		out, d, err = e.popFIFO(ctx, q, pq, o, out)
+	} else {
+		out, d, err = e.popQueueOnce(ctx, q, pq, o, out)
+	}
+	if d > 0 && (next == 0 || d < next) {
+		next = d
+	}
+	return out, next, err
+}
+
+// popQueueOnce pops from one queue of a concurrent group, whose lock the
+// caller holds: expired messages first, then new ones.
+func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, int64, error) {
 	st := pq.st
 	now := time.Now().UnixMilli()
 	for _, off := range st.Expired(now) {
@@ -575,12 +600,10 @@ func (e *Engine) loadHandleKey() error {
 	return nil
 }
 
-// popFIFO pops from one queue of a FIFO group: per message group, the
-// first message not yet done is delivered when no earlier message of the
-// group is in flight.
+// popFIFO pops from one queue of a FIFO group, whose lock the caller
+// holds: per message group, the first message not yet done is delivered
+// when no earlier message of the group is in flight.
 func (e *Engine) popFIFO(ctx context.Context, q *queueState, pq *popQueue, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, int64, error) {
-	pq.mu.Lock()
-	defer pq.mu.Unlock()
 	st := pq.st
 	now := time.Now().UnixMilli()
 	end := q.end.Load()
