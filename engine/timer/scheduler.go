@@ -119,23 +119,35 @@ func (s *Scheduler) Run(ctx context.Context) {
 // until the next one.
 func (s *Scheduler) deliverDue(ctx context.Context) (time.Duration, error) {
 	var buf []Entry
+	var resume Entry // after a delivered batch: the entry just past it
 	for {
 		now := s.now().UnixMilli()
 		// Take the floor before reading: an entry scheduled meanwhile
 		// lowers it again and wakes us.
 		from := s.floor.Swap(math.MaxInt64)
+		start := Entry{Due: from}
+		if resume.Due > 0 && from >= resume.Due {
+			// Nothing earlier arrived: continue after the last batch
+			// rather than stepping over its deleted entries again.
+			start = resume
+		}
 		// Read under the lock, so an entry cancelled while we waited for
 		// it is not delivered.
 		s.mu.Lock()
 		var err error
-		buf, err = s.store.Range(from, now, s.batch, buf[:0])
+		buf, err = s.store.RangeFrom(start, now, s.batch, buf[:0])
 		if err == nil && len(buf) > 0 {
-			s.lowerFloor(buf[0].Due)
 			err = s.deliver(ctx, buf)
 			s.mu.Unlock()
 			if err != nil {
+				s.lowerFloor(buf[0].Due)
 				return 0, err
 			}
+			// Everything before resume is handled; the floor is now
+			// resume.Due or an earlier entry scheduled meanwhile.
+			last := buf[len(buf)-1]
+			resume = Entry{Due: last.Due, Offset: last.Offset + 1}
+			s.lowerFloor(resume.Due)
 			continue
 		}
 		s.mu.Unlock()

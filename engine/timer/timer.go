@@ -69,10 +69,17 @@ func New(db *pebble.DB) *Store { return &Store{db: db} }
 // Range appends to dst up to limit entries due in [from, until], earliest
 // first.
 func (s *Store) Range(from, until int64, limit int, dst []Entry) ([]Entry, error) {
+	return s.RangeFrom(Entry{Due: from}, until, limit, dst)
+}
+
+// RangeFrom is Range starting at entry start (inclusive) instead of at a
+// due time, so a reader can resume after the entries it has handled
+// without stepping over them again.
+func (s *Store) RangeFrom(start Entry, until int64, limit int, dst []Entry) ([]Entry, error) {
 	if until < 0 {
 		return dst, nil // no entry is due before 0, and until would not encode as a bound
 	}
-	lower := appendKey(nil, max(from, 0), 0)
+	lower := appendKey(nil, max(start.Due, 0), max(start.Offset, 0))
 	upper := appendKey(nil, until, math.MaxInt64)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: append(upper, 0)})
 	if err != nil {
