@@ -1,3 +1,24 @@
-// Package bench will hold load generators and side-by-side runs of Karman
-// against peer brokers, shared by `karman bench`.
+// Package bench measures messaging systems over their network protocols
+// and prints the figures of several systems side by side: Karman through
+// RocketMQ remoting, and a peer broker (NATS JetStream) doing the same
+// work in the same run.
+//
+// A run is one Workload (message size and count, producers, requests in
+// flight per producer, messages per pull) and one Mode. Each Target (a
+// system plus the client driving it) implements Generator; Run drives the
+// targets one after the other and writes one Result per target and phase:
+//
+//	produce        --inflight 1: every producer waits for each ack
+//	produce_async  --inflight K: K requests in flight per producer
+//	consume        pull K·32 pre-loaded messages, 32 per request
+//
+// The generators live in sub-packages: remoting (Karman's own remoting
+// client), rocketmq (the Apache RocketMQ Go client) and jetstream (an
+// embedded NATS server and the nats.go JetStream API). Latency is
+// recorded per request into a latency.Histogram, which never allocates.
+//
+// # Concurrency
+//
+// A Generator runs one phase at a time; Run calls them sequentially so
+// the systems never compete for the machine.
 package bench

@@ -4,5 +4,7 @@
 package main
 
 import "github.com/karmanmq/karman/cmd/karman/internal/cli"
+import _ "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv" // front-end "namesrv"
+import _ "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"  // front-end "broker"
 
 func main() { cli.Main() }

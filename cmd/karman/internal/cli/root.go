@@ -42,6 +42,7 @@ of serve can also be set with an environment variable KARMAN_<FLAG>
 		newServeCmd(reg),
 		newNamesrvCmd(reg),
 		newConfigCmd(reg),
+		newAdminCmd(),
 		newBenchCmd(),
 		newVersionCmd(),
 	)

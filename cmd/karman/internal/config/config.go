@@ -37,6 +37,9 @@ type Config struct {
 	// Addrs is the listen address per listener: HTTP and every registered
 	// front-end. Off disables a listener.
 	Addrs map[string]string
+	// Frontends holds, per front-end name, the settings its own flags
+	// fill (see frontend.Frontend.Flags).
+	Frontends map[string]any
 
 	// Engine options.
 	Flush              engine.FlushMode
@@ -44,6 +47,7 @@ type Config struct {
 	SegmentSize        ByteSize
 	MaxMessageSize     ByteSize
 	AutoCreateTopics   bool
+	AutoCreateGroups   bool
 	DefaultQueues      int32
 	RetentionAge       time.Duration
 	RetentionDiskRatio float64
@@ -58,6 +62,7 @@ func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "time allowed for a graceful shutdown")
 
 	c.Addrs = map[string]string{}
+	c.Frontends = map[string]any{}
 	c.bindAddr(fs, HTTP, DefaultHTTPAddr, "HTTP listen address for /healthz and /metrics")
 	for _, f := range fronts {
 		usage := f.Usage
@@ -65,6 +70,9 @@ func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
 			usage = f.Name + " listen address"
 		}
 		c.bindAddr(fs, f.Name, f.DefaultAddr, usage)
+		if f.Flags != nil {
+			c.Frontends[f.Name] = f.Flags(fs)
+		}
 	}
 
 	c.Flush = engine.FlushAsync
@@ -75,6 +83,7 @@ func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
 	c.MaxMessageSize = engine.DefaultMaxMessageSize
 	fs.Var(&c.MaxMessageSize, "max-message-size", "largest accepted message body (bytes; KiB, MiB suffixes allowed)")
 	fs.BoolVar(&c.AutoCreateTopics, "auto-create-topics", true, "create unknown topics on their first send")
+	fs.BoolVar(&c.AutoCreateGroups, "auto-create-groups", true, "create unknown consumer groups when a consumer first uses them")
 	fs.Int32Var(&c.DefaultQueues, "default-queues", engine.DefaultQueueCount, "queue count of auto-created topics")
 	fs.DurationVar(&c.RetentionAge, "retention-age", engine.DefaultRetentionAge, "delete commit-log segments older than this")
 	fs.Float64Var(&c.RetentionDiskRatio, "retention-disk-ratio", engine.DefaultDiskRatio, "delete the oldest segments while the data disk is fuller than this fraction")
@@ -101,6 +110,7 @@ func (c *Config) EngineOptions(logger *slog.Logger) *engine.Options {
 		FlushInterval:      c.FlushInterval,
 		MaxMessageSize:     int(c.MaxMessageSize),
 		AutoCreateTopics:   c.AutoCreateTopics,
+		AutoCreateGroups:   c.AutoCreateGroups,
 		DefaultQueues:      c.DefaultQueues,
 		RetentionAge:       c.RetentionAge,
 		RetentionDiskRatio: c.RetentionDiskRatio,

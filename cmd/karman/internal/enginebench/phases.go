@@ -25,20 +25,20 @@ func (b *bench) appendPhase(ctx context.Context) (*Result, error) {
 	}
 	hists := make([]latency.Histogram, b.o.Producers)
 	var wg sync.WaitGroup
-	began := time.Now()
+	began, cpu := time.Now(), cpuTime()
 	for p := range b.o.Producers {
 		n := b.o.Count / int64(b.o.Producers)
 		if int64(p) < b.o.Count%int64(b.o.Producers) {
 			n++
 		}
 		wg.Go(func() {
-			if err := b.produce(ctx, n, body, &hists[p]); err != nil {
+			if err := b.produce(ctx, n, b.o.Batch, body, &hists[p]); err != nil {
 				fail.set(err)
 			}
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(began)
+	elapsed, cpu := time.Since(began), cpuTime()-cpu
 	if fail.err != nil {
 		return nil, fail.err
 	}
@@ -54,14 +54,14 @@ func (b *bench) appendPhase(ctx context.Context) (*Result, error) {
 		h.Merge(&hists[i])
 	}
 	r := &Result{Phase: "append", Batch: b.o.Batch, Producers: b.o.Producers, Flush: b.o.Flush.String(), DispatchMs: &dispatch}
-	summarize(r, &h, b.o.Count, b.o.Size, elapsed)
+	summarize(r, &h, b.o.Count, b.o.Size, elapsed, cpu)
 	return r, nil
 }
 
-// produce sends n messages, reusing the same message values for every
-// call so that the loop itself does not allocate.
-func (b *bench) produce(ctx context.Context, n int64, body []byte, h *latency.Histogram) error {
-	if b.o.Batch == 1 {
+// produce sends n messages, batch per call, reusing the same message
+// values for every call so that the loop itself does not allocate.
+func (b *bench) produce(ctx context.Context, n int64, batch int, body []byte, h *latency.Histogram) error {
+	if batch == 1 {
 		var m message.Message
 		for range n {
 			m = message.Message{Topic: b.topic, Body: body, BornTimestamp: time.Now().UnixMilli()}
@@ -74,13 +74,13 @@ func (b *bench) produce(ctx context.Context, n int64, body []byte, h *latency.Hi
 		}
 		return nil
 	}
-	msgs := make([]message.Message, b.o.Batch)
-	ptrs := make([]*message.Message, b.o.Batch)
+	msgs := make([]message.Message, batch)
+	ptrs := make([]*message.Message, batch)
 	for i := range msgs {
 		ptrs[i] = &msgs[i]
 	}
 	for sent := int64(0); sent < n; {
-		k := int(min(int64(b.o.Batch), n-sent))
+		k := int(min(int64(batch), n-sent))
 		now := time.Now().UnixMilli()
 		for i := range k {
 			msgs[i] = message.Message{Topic: b.topic, Body: body, BornTimestamp: now}
@@ -106,7 +106,7 @@ func (b *bench) readPhase(ctx context.Context) (*Result, error) {
 	hists := make([]latency.Histogram, readers)
 	counts := make([]int64, readers)
 	var wg sync.WaitGroup
-	began := time.Now()
+	began, cpu := time.Now(), cpuTime()
 	for r := range readers {
 		wg.Go(func() {
 			for q := int32(r); q < b.o.Queues; q += int32(readers) {
@@ -120,7 +120,7 @@ func (b *bench) readPhase(ctx context.Context) (*Result, error) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(began)
+	elapsed, cpu := time.Since(began), cpuTime()-cpu
 	if fail.err != nil {
 		return nil, fail.err
 	}
@@ -135,7 +135,7 @@ func (b *bench) readPhase(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("enginebench: read back %d messages, sent %d", total, b.o.Count)
 	}
 	r := &Result{Phase: "read", Batch: PullBatch, Readers: readers, Flush: b.o.Flush.String()}
-	summarize(r, &h, total, b.o.Size, elapsed)
+	summarize(r, &h, total, b.o.Size, elapsed, cpu)
 	return r, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 )
 
 // Frontend describes one protocol front-end.
@@ -29,6 +30,16 @@ type Frontend struct {
 	// listener and every connection within its context's deadline. A nil
 	// stop means there is nothing to stop.
 	Start func(ctx context.Context, h Host) (stop func(context.Context) error, err error)
+	// Flags, when set, adds the front-end's own settings to serve's flags,
+	// each named "<Name>-..." (so also KARMAN_<NAME>_... variables). It is
+	// called once per command line and returns the value the flags fill,
+	// which reaches Start as Host.Config. Optional.
+	Flags func(fs *pflag.FlagSet) any
+	// ConfigureEngine, when set, may adjust the engine's options before
+	// the engine opens, knowing the front-end's bound address and its
+	// Config (a broker sets the store host its message ids carry).
+	// Optional.
+	ConfigureEngine func(o *engine.Options, addr net.Addr, config any) error
 }
 
 // Host is what serve hands a front-end when it starts.
@@ -46,6 +57,14 @@ type Host struct {
 	// by front-end name ("http" for the HTTP endpoint), for front-ends that
 	// advertise another one (a name server publishing the broker address).
 	Addrs map[string]net.Addr
+	// EngineOptions are the options Engine was opened with, defaults
+	// applied (the front-end's policies, such as auto-creation, follow
+	// them). Read only.
+	EngineOptions engine.Options
+	// Config is what the front-end's Flags function returned, filled from
+	// the command line; nil when it has no Flags or serve was configured
+	// without a command line.
+	Config any
 }
 
 var validName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)

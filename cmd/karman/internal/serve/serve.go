@@ -111,6 +111,13 @@ func Run(ctx context.Context, o Options) (err error) {
 
 	opts := o.Config.EngineOptions(s.log.With("component", "engine"))
 	opts.AppendLatency = func(d time.Duration) { ms.AppendLatency.Observe(d.Seconds()) }
+	for _, f := range o.Frontends {
+		if ln := lns[f.Name]; ln != nil && f.ConfigureEngine != nil {
+			if err := f.ConfigureEngine(opts, ln.Addr(), o.Config.Frontends[f.Name]); err != nil {
+				return fmt.Errorf("serve: %s: %w", f.Name, err)
+			}
+		}
+	}
 	began := time.Now()
 	eng, err := engine.Open(o.Config.Data, opts)
 	if err != nil {
@@ -136,7 +143,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return nil
 	}
 
-	stops, err := s.startFrontends(ctx, eng, ms, lns, addrs)
+	stops, err := s.startFrontends(ctx, eng, *opts.EnsureDefaults(), ms, lns, addrs)
 	defer func() {
 		s.state.Store(stopping)
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -201,7 +208,7 @@ type running struct {
 // startFrontends starts each front-end with an enabled listener, taking
 // its listener out of lns. It returns the started ones even on error. addrs
 // holds every bound address; each front-end gets its own copy.
-func (s *server) startFrontends(ctx context.Context, eng *engine.Engine, ms *metrics.Set, lns map[string]net.Listener, addrs map[string]net.Addr) ([]running, error) {
+func (s *server) startFrontends(ctx context.Context, eng *engine.Engine, engOpts engine.Options, ms *metrics.Set, lns map[string]net.Listener, addrs map[string]net.Addr) ([]running, error) {
 	var started []running
 	for _, f := range s.o.Frontends {
 		ln := lns[f.Name]
@@ -210,11 +217,13 @@ func (s *server) startFrontends(ctx context.Context, eng *engine.Engine, ms *met
 		}
 		delete(lns, f.Name)
 		stop, err := f.Start(ctx, frontend.Host{
-			Engine:   eng,
-			Listener: ln,
-			Logger:   s.log.With("frontend", f.Name),
-			Metrics:  ms.Registry,
-			Addrs:    maps.Clone(addrs),
+			Engine:        eng,
+			Listener:      ln,
+			Logger:        s.log.With("frontend", f.Name),
+			Metrics:       ms.Registry,
+			Addrs:         maps.Clone(addrs),
+			EngineOptions: engOpts,
+			Config:        s.o.Config.Frontends[f.Name],
 		})
 		if err != nil {
 			ln.Close()

@@ -1,0 +1,211 @@
+package remoting
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/karmanmq/karman/bench"
+	"github.com/karmanmq/karman/bench/latency"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+// Produce implements bench.Generator.
+func (g *Generator) Produce(ctx context.Context, w bench.Workload) (bench.Measurement, error) {
+	w.EnsureDefaults()
+	queues, _, err := g.EnsureTopic(ctx, w.Topic)
+	if err != nil {
+		return bench.Measurement{}, err
+	}
+	if len(queues) == 0 {
+		return bench.Measurement{}, fmt.Errorf("remoting: topic %s has no writable queue", w.Topic)
+	}
+	return g.produce(ctx, w, queues)
+}
+
+// producer is one producer of a phase: its slots share its histogram and
+// the count of messages it has left to send.
+type producer struct {
+	index int
+	left  atomic.Int64
+	mu    sync.Mutex
+	hist  latency.Histogram
+}
+
+func (g *Generator) produce(ctx context.Context, w bench.Workload, queues []Queue) (bench.Measurement, error) {
+	cs, err := g.connect(ctx, addrsOf(queues), g.connsFor(w.Producers))
+	if err != nil {
+		return bench.Measurement{}, err
+	}
+	defer cs.close()
+
+	body := w.Body()
+	producers := make([]*producer, w.Producers)
+	for i := range producers {
+		producers[i] = &producer{index: i}
+		producers[i].left.Store(bench.Share(w.Count, w.Producers, i))
+	}
+	// Build every slot before the clock starts.
+	type slot struct {
+		p *producer
+		s *sender
+	}
+	var slots []slot
+	for i, p := range producers {
+		for j := range w.Inflight {
+			slots = append(slots, slot{p, newSender(g.o.ProducerGroup, w.Topic, body, queues, i*w.Inflight+j)})
+		}
+	}
+
+	var acked, retries atomic.Int64
+	grp := newGroup(ctx)
+	bench.Begin(ctx)
+	start := time.Now()
+	for _, sl := range slots {
+		grp.Go(func(ctx context.Context) error {
+			n, r, err := sl.s.run(ctx, sl.p, cs)
+			acked.Add(n)
+			retries.Add(r)
+			return err
+		})
+	}
+	err = grp.Wait()
+	elapsed := time.Since(start)
+	bench.End(ctx)
+	if err != nil {
+		return bench.Measurement{}, err
+	}
+	var h latency.Histogram
+	for _, p := range producers {
+		h.Merge(&p.hist)
+	}
+	if acked.Load() != w.Count {
+		return bench.Measurement{}, fmt.Errorf("remoting: %d of %d messages acknowledged", acked.Load(), w.Count)
+	}
+	return bench.Measurement{Messages: acked.Load(), Elapsed: elapsed, Latency: &h, Retries: retries.Load()}, nil
+}
+
+// sender is one in-flight slot of a producer: a SEND_MESSAGE command built
+// once, of which only the queue, the born time and the UNIQ_KEY change
+// per message.
+type sender struct {
+	cmd    wire.Command
+	queues []Queue
+	qids   []string // queueId values, by index into queues
+	next   int
+	props  []byte // "UNIQ_KEY\x01" + 32 hex digits + "\x02"
+	seqAt  int    // where the counter's 16 hex digits start in props
+	seq    uint64
+	bornMs int64
+}
+
+const uniqKeyPrefix = "UNIQ_KEY\x01"
+
+func newSender(group, topic string, body []byte, queues []Queue, id int) *sender {
+	s := &sender{queues: queues, next: id % len(queues)}
+	for _, q := range queues {
+		s.qids = append(s.qids, strconv.Itoa(int(q.ID)))
+	}
+	// The first 16 hex digits identify the slot, the last 16 count its
+	// messages: unique within and across runs.
+	var idb [8]byte
+	binary.BigEndian.PutUint64(idb[:], rand.Uint64())
+	s.props = append(s.props, uniqKeyPrefix...)
+	s.props = hex.AppendEncode(s.props, idb[:])
+	s.seqAt = len(s.props)
+	s.props = append(s.props, "0000000000000000\x02"...)
+
+	q := queues[s.next]
+	h := wire.SendMessageRequestHeader{
+		ProducerGroup:         group,
+		Topic:                 topic,
+		DefaultTopic:          templateTopic,
+		DefaultTopicQueueNums: 4,
+		QueueID:               q.ID,
+		BornTimestamp:         time.Now().UnixMilli(),
+		Properties:            string(s.props),
+		MaxReconsumeTimes:     new(int32),
+		BrokerName:            q.Broker,
+	}
+	s.cmd = *newRequest(wire.SendMessage, &h)
+	s.cmd.Body = body
+	return s
+}
+
+// prepare points the command at the next queue and gives it a new
+// UNIQ_KEY and the born time now; it returns the queue.
+func (s *sender) prepare(now time.Time) Queue {
+	i := s.next
+	s.next++
+	if s.next == len(s.queues) {
+		s.next = 0
+	}
+	q := s.queues[i]
+	ext := s.cmd.ExtFields
+	ext["queueId"] = s.qids[i]
+	ext["bname"] = q.Broker
+	if ms := now.UnixMilli(); ms != s.bornMs {
+		s.bornMs = ms
+		ext["bornTimestamp"] = strconv.FormatInt(ms, 10)
+	}
+	s.seq++
+	const digits = "0123456789ABCDEF"
+	v := s.seq
+	for k := s.seqAt + 15; k >= s.seqAt; k-- {
+		s.props[k] = digits[v&0xF]
+		v >>= 4
+	}
+	ext["properties"] = string(s.props)
+	return q
+}
+
+// run sends the producer's messages until none are left; it returns how
+// many it had acknowledged and how many requests it repeated.
+func (s *sender) run(ctx context.Context, p *producer, cs *conns) (acked, retries int64, err error) {
+	for p.left.Add(-1) >= 0 {
+		start := time.Now()
+		q := s.prepare(start)
+		c := cs.get(q.Addr, p.index)
+		for {
+			resp, err := c.Invoke(ctx, &s.cmd)
+			if err != nil {
+				return acked, retries, err
+			}
+			code := resp.ResponseCode()
+			if code == wire.Success {
+				break
+			}
+			if !retriable(code) {
+				return acked, retries, fmt.Errorf("remoting: send to %s/%d: %s %s", q.Broker, q.ID, code, resp.Remark)
+			}
+			retries++
+			select {
+			case <-ctx.Done():
+				return acked, retries, ctx.Err()
+			case <-time.After(retryPause):
+			}
+		}
+		d := time.Since(start)
+		p.mu.Lock()
+		p.hist.Record(d)
+		p.mu.Unlock()
+		acked++
+	}
+	return acked, retries, nil
+}
+
+// retriable reports whether a request answered with code should be
+// repeated after a pause.
+func retriable(code wire.ResponseCode) bool {
+	switch code {
+	case wire.SystemBusy, wire.FlowControl, wire.ServiceNotAvailable:
+		return true
+	}
+	return false
+}

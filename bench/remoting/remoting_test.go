@@ -1,0 +1,117 @@
+package remoting
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/karmanmq/karman/bench"
+	"github.com/karmanmq/karman/bench/internal/karmantest"
+	"github.com/karmanmq/karman/engine"
+)
+
+func TestPhases(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flush engine.FlushMode
+		conns int
+	}{
+		{"async-flush", engine.FlushAsync, 0},
+		{"sync-flush-shared-conn", engine.FlushSync, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := karmantest.Start(t, tc.flush)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			g, err := New(ctx, Options{NameServer: c.NameServer, Connections: tc.conns, Queues: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			targets := []bench.Target{{System: "karman", Client: "karman", Generator: g}}
+			var out bytes.Buffer
+			p := bench.NewPrinter(&out, true)
+			runs := []struct {
+				mode bench.Mode
+				w    bench.Workload
+				want bench.Phase
+			}{
+				{bench.ModeProduce, bench.Workload{Topic: "P", Count: 300, Size: 100, Producers: 3}, bench.PhaseProduce},
+				{bench.ModeProduce, bench.Workload{Topic: "P", Count: 1000, Size: 100, Producers: 2, Inflight: 50}, bench.PhaseProduceAsync},
+				{bench.ModeConsume, bench.Workload{Topic: "P", Count: 1001, Size: 100, Producers: 2, Batch: 32}, bench.PhaseConsume},
+				{bench.ModeConsume, bench.Workload{Topic: "C", Count: 500, Size: 10, Producers: 1, Consumers: 3, Batch: 7}, bench.PhaseConsume},
+			}
+			for _, r := range runs {
+				if err := bench.Run(ctx, r.mode, r.w, targets, p); err != nil {
+					t.Fatalf("%s: %v", r.want, err)
+				}
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) != len(runs) {
+				t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(runs), out.String())
+			}
+			for i, line := range lines {
+				var res bench.Result
+				if err := json.Unmarshal([]byte(line), &res); err != nil {
+					t.Fatalf("line %d: %v: %s", i, err, line)
+				}
+				w := runs[i].w
+				if res.System != "karman" || res.Phase != runs[i].want || res.Count != w.Count || res.Size != w.Size || res.MsgsPerSec <= 0 || res.P50us <= 0 || res.P99us < res.P50us {
+					t.Errorf("line %d: %s", i, line)
+				}
+			}
+			// Every acknowledged message is stored: 300 + 1000 + 1001 in P.
+			var stored int64
+			for q := range int32(4) {
+				n, err := c.Engine.MaxOffset("P", q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stored += n
+			}
+			if stored != 2301 {
+				t.Errorf("topic P holds %d messages, want 2301", stored)
+			}
+		})
+	}
+}
+
+func TestCountRecords(t *testing.T) {
+	rec := func(n int) []byte {
+		b := make([]byte, n)
+		b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+		return b
+	}
+	body := append(append(rec(10), rec(200)...), rec(4)...)
+	if n, err := countRecords(body); n != 3 || err != nil {
+		t.Errorf("countRecords = %d, %v; want 3", n, err)
+	}
+	if n, err := countRecords(nil); n != 0 || err != nil {
+		t.Errorf("empty body: %d, %v", n, err)
+	}
+	for _, bad := range [][]byte{body[:len(body)-1], {0, 0, 0, 2, 0, 0}, {0, 0}} {
+		if _, err := countRecords(bad); err == nil {
+			t.Errorf("countRecords(%x) did not fail", bad)
+		}
+	}
+}
+
+func TestSenderKeysAreUnique(t *testing.T) {
+	qs := []Queue{{"b", "x:1", 0}, {"b", "x:1", 1}, {"b", "x:1", 2}}
+	s := newSender("g", "T", []byte("x"), qs, 1)
+	seen := map[string]bool{}
+	for i := range 100 {
+		q := s.prepare(time.Now())
+		if want := qs[(1+i)%3]; q != want {
+			t.Fatalf("message %d went to %v, want %v", i, q, want)
+		}
+		p := s.cmd.ExtFields["properties"]
+		if !strings.HasPrefix(p, uniqKeyPrefix) || len(p) != len(uniqKeyPrefix)+33 || seen[p] {
+			t.Fatalf("message %d: properties %q", i, p)
+		}
+		seen[p] = true
+	}
+}

@@ -1,0 +1,306 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+// RocketMQ has no request that puts a dead letter back on its topic (its
+// tools consume the message directly through a live consumer). Karman
+// adds one. Request codes 30000 to 30999 are kept for Karman's own
+// requests: they fit the 16-bit code of binary headers and stay clear of
+// every code Java defines.
+
+// ResendDeadLetterCode is KARMAN_RESEND_DEAD_LETTER: put a dead letter of
+// a consumer group back on the topic it came from, as a new message with
+// the same client message id, keys and properties and a fresh attempt
+// count (the broker calls engine.ResendDeadLetter).
+//
+// Request header (ResendDeadLetterRequestHeader), no body:
+//
+//	group   required  the consumer group; the dead letter is in %DLQ%<group>
+//	msgId   required  the dead letter's client message id (UNIQ_KEY) or offset message id
+//
+// Response SUCCESS, no body, header (ResendDeadLetterResponseHeader):
+//
+//	topic        the topic the message went back to
+//	msgId        the new message's client message id (the dead letter's UNIQ_KEY)
+//	offsetMsgId  the new message's offset message id
+//	queueId      the queue it was stored in
+//	queueOffset  its offset in that queue
+//
+// Other answers: QUERY_NOT_FOUND (22) when the broker holds no such dead
+// letter of the group, TOPIC_NOT_EXIST (17) when its topic is gone,
+// INVALID_PARAMETER (29) for a missing field, REQUEST_CODE_NOT_SUPPORTED
+// (3) from brokers without the request.
+const ResendDeadLetterCode wire.RequestCode = 30000
+
+// ResendDeadLetterRequestHeader is the header of KARMAN_RESEND_DEAD_LETTER.
+type ResendDeadLetterRequestHeader struct {
+	Group string // group
+	MsgID string // msgId
+}
+
+// DecodeFields implements wire.Header.
+func (h *ResendDeadLetterRequestHeader) DecodeFields(ext map[string]string) error {
+	h.Group, h.MsgID = ext["group"], ext["msgId"]
+	for _, f := range []struct{ key, v string }{{"group", h.Group}, {"msgId", h.MsgID}} {
+		if f.v == "" {
+			return &wire.FieldError{Header: "ResendDeadLetterRequestHeader", Field: f.key, Err: wire.ErrMissingField}
+		}
+	}
+	return nil
+}
+
+// EncodeFields implements wire.Header.
+func (h *ResendDeadLetterRequestHeader) EncodeFields(ext map[string]string) {
+	ext["group"] = h.Group
+	ext["msgId"] = h.MsgID
+}
+
+// ResendDeadLetterResponseHeader is the header of a successful
+// KARMAN_RESEND_DEAD_LETTER response. Every field is required.
+type ResendDeadLetterResponseHeader struct {
+	Topic       string // topic
+	MsgID       string // msgId
+	OffsetMsgID string // offsetMsgId
+	QueueID     int32  // queueId
+	QueueOffset int64  // queueOffset
+}
+
+// DecodeFields implements wire.Header.
+func (h *ResendDeadLetterResponseHeader) DecodeFields(ext map[string]string) error {
+	const name = "ResendDeadLetterResponseHeader"
+	for _, k := range []string{"topic", "msgId", "offsetMsgId", "queueId", "queueOffset"} {
+		if _, ok := ext[k]; !ok {
+			return &wire.FieldError{Header: name, Field: k, Err: wire.ErrMissingField}
+		}
+	}
+	q, err := strconv.ParseInt(ext["queueId"], 10, 32)
+	if err != nil {
+		return &wire.FieldError{Header: name, Field: "queueId", Value: ext["queueId"], Err: wire.ErrInvalidField, Reason: "want int32"}
+	}
+	off, err := strconv.ParseInt(ext["queueOffset"], 10, 64)
+	if err != nil {
+		return &wire.FieldError{Header: name, Field: "queueOffset", Value: ext["queueOffset"], Err: wire.ErrInvalidField, Reason: "want int64"}
+	}
+	h.Topic, h.MsgID, h.OffsetMsgID = ext["topic"], ext["msgId"], ext["offsetMsgId"]
+	h.QueueID, h.QueueOffset = int32(q), off
+	return nil
+}
+
+// EncodeFields implements wire.Header.
+func (h *ResendDeadLetterResponseHeader) EncodeFields(ext map[string]string) {
+	ext["topic"] = h.Topic
+	ext["msgId"] = h.MsgID
+	ext["offsetMsgId"] = h.OffsetMsgID
+	ext["queueId"] = strconv.FormatInt(int64(h.QueueID), 10)
+	ext["queueOffset"] = strconv.FormatInt(h.QueueOffset, 10)
+}
+
+// How ResendDeadLetter put the message back (Resend.Via).
+const (
+	// ViaResend: the broker did it (KARMAN_RESEND_DEAD_LETTER).
+	ViaResend = "KARMAN_RESEND_DEAD_LETTER"
+	// ViaSend: the broker lacks that request, so the client read the dead
+	// letter and sent it again (SEND_MESSAGE).
+	ViaSend = "SEND_MESSAGE"
+)
+
+// adminProducerGroup is the producer group of the messages the client
+// sends itself.
+const adminProducerGroup = "KARMAN_ADMIN"
+
+// Resend reports a dead letter put back on its topic.
+type Resend struct {
+	Group        string `json:"group"`
+	DeadLetterID string `json:"deadLetterId"` // the id asked for
+	Topic        string `json:"topic"`        // where the message went
+	MsgID        string `json:"msgId"`
+	OffsetMsgID  string `json:"offsetMsgId"`
+	BrokerName   string `json:"brokerName"`
+	QueueID      int32  `json:"queueId"`
+	QueueOffset  int64  `json:"queueOffset"`
+	Via          string `json:"via"` // ViaResend or ViaSend
+}
+
+// ResendDeadLetter puts the dead letter msgID of group back on the topic
+// it came from. It asks each broker that may hold the group's dead
+// letters with KARMAN_RESEND_DEAD_LETTER; a broker without that request
+// has the dead letter read (QUERY_MESSAGE or VIEW_MESSAGE_BY_ID on
+// %DLQ%<group>) and sent again with SEND_MESSAGE, keeping its client
+// message id, keys and properties.
+func (c *Client) ResendDeadLetter(ctx context.Context, group, msgID string) (*Resend, error) {
+	if err := message.ValidateGroup(group); err != nil {
+		return nil, invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
+	}
+	if msgID == "" {
+		return nil, invalidf("empty message id")
+	}
+	dlq := message.DLQTopic(group)
+	brokers, err := c.brokersFor(ctx, dlq)
+	if errors.Is(err, ErrTopicNotFound) {
+		brokers, err = c.masters(ctx, "")
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range brokers {
+		t := brokerTarget(b)
+		resp, err := c.invoke(ctx, t, request(ResendDeadLetterCode, &ResendDeadLetterRequestHeader{Group: group, MsgID: msgID}, nil))
+		switch {
+		case err == nil:
+			var h ResendDeadLetterResponseHeader
+			if err := resp.DecodeHeader(&h); err != nil {
+				return nil, fmt.Errorf("%s answered %s without a valid header: %w", t, ResendDeadLetterCode, err)
+			}
+			return &Resend{Group: group, DeadLetterID: msgID, Topic: h.Topic, MsgID: h.MsgID, OffsetMsgID: h.OffsetMsgID,
+				BrokerName: b.Name, QueueID: h.QueueID, QueueOffset: h.QueueOffset, Via: ViaResend}, nil
+		case HasCode(err, wire.QueryNotFound):
+			continue
+		case !HasCode(err, wire.RequestCodeNotSupported):
+			return nil, err
+		}
+		dead, err := c.findDeadLetter(ctx, b, dlq, msgID)
+		if err != nil {
+			return nil, err
+		}
+		if dead == nil {
+			continue
+		}
+		r, err := c.resendBySend(ctx, b, dead)
+		if err != nil {
+			return nil, err
+		}
+		r.Group, r.DeadLetterID = group, msgID
+		return r, nil
+	}
+	return nil, errorf(ErrMessageNotFound, "consumer group %s has no dead letter %s", group, msgID)
+}
+
+// findDeadLetter reads a dead letter from broker b; nil when it has none
+// with that id.
+func (c *Client) findDeadLetter(ctx context.Context, b Broker, dlq, id string) (*Message, error) {
+	if _, offset, err := message.ParseOffsetID(id); err == nil {
+		m, err := c.viewMessage(ctx, b, offset, dlq)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil && m.Topic == dlq && strings.EqualFold(m.OffsetMsgID, id) {
+			return m, nil
+		}
+	}
+	h := &wire.QueryMessageRequestHeader{Topic: dlq, Key: id, MaxNum: DefaultQueryMax, EndTimestamp: maxTimestamp, UniqueKeyQuery: true}
+	msgs, err := c.queryMessages(ctx, b, h)
+	if err != nil {
+		return nil, err
+	}
+	var found *Message
+	for _, m := range msgs {
+		if m.Topic == dlq && m.stored.UniqKey() == id && (found == nil || m.StoreTimestamp > found.StoreTimestamp) {
+			found = m
+		}
+	}
+	return found, nil
+}
+
+// resendDropped are the properties a dead letter loses when it is sent
+// again: where it was dead-lettered from, and scheduling and transaction
+// state that no longer applies.
+var resendDropped = []string{
+	message.PropertyDLQOriginTopic, message.PropertyDLQOriginMessageID, message.PropertyRetryTopic,
+	message.PropertyDelayLevel, message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec,
+	message.PropertyTimerDelayMS, message.PropertyRealTopic, message.PropertyRealQueueID,
+	message.PropertyTransactionPrepared, message.PropertyMinOffset, message.PropertyMaxOffset,
+	"TIMER_SRC",
+}
+
+// resendBySend sends a copy of a dead letter read from broker from to its
+// original topic.
+func (c *Client) resendBySend(ctx context.Context, from Broker, dead *Message) (*Resend, error) {
+	m := dead.stored
+	origin := m.Properties[message.PropertyDLQOriginTopic]
+	if origin == "" {
+		origin = m.Properties[message.PropertyRetryTopic]
+	}
+	if origin == "" {
+		return nil, fmt.Errorf("dead letter %s does not say which topic it came from (no %s or %s property)",
+			dead.MsgID, message.PropertyDLQOriginTopic, message.PropertyRetryTopic)
+	}
+	route, err := c.Route(ctx, origin)
+	if err != nil {
+		return nil, err
+	}
+	masters, qd := routeMasters(route)
+	var to *Broker
+	for i, b := range masters {
+		q := qd[b.Name]
+		if q.Perm&wire.PermWrite == 0 || q.WriteQueueNums <= 0 {
+			continue
+		}
+		if to == nil || b.Name == from.Name {
+			to = &masters[i]
+		}
+	}
+	if to == nil {
+		return nil, errorf(ErrNoBroker, "topic %s has no writable queue", origin)
+	}
+	props := maps.Clone(m.Properties)
+	for _, k := range resendDropped {
+		delete(props, k)
+	}
+	h := &wire.SendMessageRequestHeader{
+		ProducerGroup:         adminProducerGroup,
+		Topic:                 origin,
+		DefaultTopic:          message.TopicAutoCreate,
+		DefaultTopicQueueNums: 4,
+		QueueID:               pickQueue(props, qd[to.Name].WriteQueueNums),
+		SysFlag:               m.SysFlag & (message.SysFlagCompressed | message.SysFlagMultiTags | message.SysFlagCompressionMask),
+		BornTimestamp:         m.BornTimestamp,
+		Flag:                  m.Flag,
+		Properties:            string(message.AppendProperties(nil, props)),
+		BrokerName:            to.Name,
+	}
+	t := brokerTarget(*to)
+	resp, err := c.invoke(ctx, t, request(wire.SendMessage, h, m.Body))
+	if err != nil {
+		return nil, err
+	}
+	var sh wire.SendMessageResponseHeader
+	if err := resp.DecodeHeader(&sh); err != nil {
+		return nil, fmt.Errorf("%s answered %s without a valid header: %w", t, wire.SendMessage, err)
+	}
+	msgID := props[message.PropertyUniqKey]
+	if msgID == "" {
+		msgID = sh.MsgID
+	}
+	return &Resend{Topic: origin, MsgID: msgID, OffsetMsgID: sh.MsgID, BrokerName: to.Name,
+		QueueID: sh.QueueID, QueueOffset: sh.QueueOffset, Via: ViaSend}, nil
+}
+
+// pickQueue chooses the queue a resent message goes to: by its message
+// group (sharding key) when it has one, so that FIFO order holds, else by
+// its id.
+func pickQueue(props map[string]string, n int32) int32 {
+	if n <= 1 {
+		return 0
+	}
+	key := props[message.PropertyShardingKey]
+	if key == "" {
+		key = props[message.PropertyGoShardingKey]
+	}
+	if key == "" {
+		key = props[message.PropertyUniqKey]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int32(h.Sum32() % uint32(n))
+}

@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/karmanmq/karman/cmd/karman/internal/admin"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func newAdminGroupCmd(f *adminFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "group",
+		Short: "Create, list, describe, update and delete consumer groups",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(
+		newGroupCreateCmd(f),
+		newGroupListCmd(f),
+		newGroupDescribeCmd(f),
+		newGroupUpdateCmd(f),
+		newGroupDeleteCmd(f),
+	)
+	return cmd
+}
+
+// groupFlags are the settings of group create and group update.
+type groupFlags struct {
+	fifo, broadcast, consume bool
+	maxAttempts              int32
+}
+
+func (g *groupFlags) bind(fs *pflag.FlagSet) {
+	fs.BoolVar(&g.fifo, "fifo", false, "consume in order: each queue (or message group) by one consumer, one message at a time")
+	fs.BoolVar(&g.broadcast, "broadcast", false, "broadcasting: every consumer of the group gets every message")
+	fs.Int32Var(&g.maxAttempts, "max-attempts", admin.DefaultMaxAttempts, "deliveries of a message, the first included, before it goes to the dead-letter topic %DLQ%<group>")
+	fs.BoolVar(&g.consume, "consume", true, "let the group consume (--consume=false stops delivery to it)")
+}
+
+// settings returns the flags given (all of them on create).
+func (g *groupFlags) settings(cmd *cobra.Command, create bool) (admin.GroupSettings, error) {
+	var s admin.GroupSettings
+	changed := func(flag string) bool { return create || cmd.Flags().Changed(flag) }
+	if changed("fifo") {
+		s.FIFO = &g.fifo
+	}
+	if changed("broadcast") {
+		s.Broadcast = &g.broadcast
+	}
+	if changed("max-attempts") {
+		if g.maxAttempts < 1 {
+			return s, fmt.Errorf("--max-attempts %d: want at least 1", g.maxAttempts)
+		}
+		s.MaxAttempts = &g.maxAttempts
+	}
+	if changed("consume") {
+		s.ConsumeEnabled = &g.consume
+	}
+	return s, nil
+}
+
+// groupKind describes a group's consumption for people.
+func groupKind(g admin.GroupInfo) string {
+	order, model := "concurrent", "clustering"
+	if g.FIFO {
+		order = "FIFO"
+	}
+	if g.Broadcast {
+		model = "broadcasting"
+	}
+	consume := "consuming"
+	if !g.ConsumeEnabled {
+		consume = "consumption disabled"
+	}
+	return fmt.Sprintf("%s, %s, max attempts %d, %s", order, model, g.MaxAttempts, consume)
+}
+
+func newGroupCreateCmd(f *adminFlags) *cobra.Command {
+	g := &groupFlags{}
+	var cluster string
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a consumer group on every broker master of the cluster",
+		Long: `Create a consumer group on every broker master of the cluster
+(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP). It fails when a broker has the group
+already; change an existing group with "group update".
+
+--max-attempts counts every delivery of a message, the first included:
+RocketMQ's retryMaxTimes is max-attempts - 1. The default, 17, is
+RocketMQ's default of 16 retries.`,
+		Example: `  karman admin group create billing --fifo --max-attempts 5`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := g.settings(cmd, true)
+			if err != nil {
+				return err
+			}
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				return c.CreateGroup(cmd.Context(), args[0], cluster, s)
+			}, func(w io.Writer, v any) {
+				ch := v.(*admin.GroupChange)
+				fmt.Fprintf(w, "created consumer group %s (%s) on %s\n", ch.Group.Group, groupKind(ch.Group), brokerNames(ch.Brokers))
+			})
+		},
+	}
+	fs := sortedFlags(cmd.Flags())
+	g.bind(fs)
+	fs.StringVar(&cluster, "cluster", "", "cluster to create the group in (default: the only cluster)")
+	return cmd
+}
+
+func newGroupUpdateCmd(f *adminFlags) *cobra.Command {
+	g := &groupFlags{}
+	cmd := &cobra.Command{
+		Use:   "update NAME",
+		Short: "Change the settings of a consumer group",
+		Long: `Change a consumer group on every broker master that has it; only the
+settings given change.`,
+		Example: `  karman admin group update billing --max-attempts 10
+  karman admin group update billing --consume=false`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := g.settings(cmd, false)
+			if err != nil {
+				return err
+			}
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				return c.UpdateGroup(cmd.Context(), args[0], s)
+			}, func(w io.Writer, v any) {
+				ch := v.(*admin.GroupChange)
+				fmt.Fprintf(w, "updated consumer group %s (%s) on %s\n", ch.Group.Group, groupKind(ch.Group), brokerNames(ch.Brokers))
+			})
+		},
+	}
+	g.bind(sortedFlags(cmd.Flags()))
+	return cmd
+}
+
+// groupList is the JSON document of group list.
+type groupList struct {
+	Groups []admin.GroupInfo `json:"groups"`
+}
+
+func newGroupListCmd(f *adminFlags) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the consumer groups of the brokers",
+		Long: `List the consumer groups of every broker master
+(GET_ALL_SUBSCRIPTIONGROUP_CONFIG). RocketMQ's own groups are left out
+unless --all.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				gs, err := c.ListGroups(cmd.Context(), all)
+				return &groupList{Groups: gs}, err
+			}, func(w io.Writer, v any) {
+				row(w, "GROUP", "ORDER", "MODEL", "MAX ATTEMPTS", "CONSUME", "BROKERS")
+				for _, g := range v.(*groupList).Groups {
+					order, model := "concurrent", "clustering"
+					if g.FIFO {
+						order = "FIFO"
+					}
+					if g.Broadcast {
+						model = "broadcasting"
+					}
+					row(w, g.Group, order, model, g.MaxAttempts, yesNo(g.ConsumeEnabled), joinOrDash(g.Brokers))
+				}
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "include RocketMQ's own groups")
+	return cmd
+}
+
+func newGroupDescribeCmd(f *adminFlags) *cobra.Command {
+	var topic string
+	cmd := &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a consumer group's settings, members and lag",
+		Long: `Show a consumer group's settings, its online members and their
+subscriptions (GET_CONSUMER_CONNECTION_LIST), and for every queue it
+consumes the queue's max offset, the group's committed offset and the
+difference, its lag (GET_CONSUME_STATS).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				return c.DescribeGroup(cmd.Context(), args[0], topic)
+			}, func(w io.Writer, v any) { writeGroupDescription(w, v.(*admin.GroupDescription)) })
+		},
+	}
+	cmd.Flags().StringVar(&topic, "topic", "", "show the lag in this topic only (default: every topic the group consumes)")
+	return cmd
+}
+
+func writeGroupDescription(w io.Writer, d *admin.GroupDescription) {
+	row(w, "group:", d.Group)
+	if d.Config != nil {
+		row(w, "settings:", groupKind(*d.Config))
+		row(w, "brokers:", joinOrDash(d.Config.Brokers))
+	} else {
+		row(w, "settings:", "- (no broker has the group's configuration)")
+	}
+	online := "no"
+	if d.Online {
+		online = fmt.Sprintf("yes, %d member(s), %s, %s, %s", len(d.Members), d.ConsumeType, d.MessageModel, d.ConsumeFromWhere)
+	}
+	row(w, "online:", online)
+	row(w, "total lag:", d.TotalLag)
+	if len(d.Members) > 0 {
+		fmt.Fprintln(w)
+		row(w, "MEMBER", "ADDRESS", "LANGUAGE", "VERSION", "BROKERS")
+		for _, m := range d.Members {
+			row(w, m.ClientID, orDash(m.ClientAddr), orDash(m.Language), m.Version, joinOrDash(m.Brokers))
+		}
+	}
+	if len(d.Subscriptions) > 0 {
+		fmt.Fprintln(w)
+		row(w, "TOPIC", "TYPE", "EXPRESSION")
+		for _, s := range d.Subscriptions {
+			row(w, s.Topic, orDash(s.ExpressionType), orDash(s.Expression))
+		}
+	}
+	fmt.Fprintln(w)
+	row(w, "TOPIC", "BROKER", "QUEUE", "BROKER OFFSET", "CONSUMER OFFSET", "LAG", "LAST CONSUMED")
+	for _, q := range d.Queues {
+		row(w, q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Lag, formatMillis(q.LastTimestamp))
+	}
+}
+
+func newGroupDeleteCmd(f *adminFlags) *cobra.Command {
+	var clean bool
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a consumer group from the brokers",
+		Long:  `Delete a consumer group from every broker master that has it (DELETE_SUBSCRIPTIONGROUP).`,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				return c.DeleteGroup(cmd.Context(), args[0], clean)
+			}, func(w io.Writer, v any) {
+				d := v.(*admin.GroupDeletion)
+				fmt.Fprintf(w, "deleted consumer group %s from %s\n", d.Group, brokerNames(d.Brokers))
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&clean, "clean-offsets", false, "also delete the group's committed offsets")
+	return cmd
+}

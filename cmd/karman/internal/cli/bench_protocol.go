@@ -1,0 +1,520 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"runtime/trace"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/karmanmq/karman/bench"
+	"github.com/karmanmq/karman/bench/jetstream"
+	"github.com/karmanmq/karman/bench/remoting"
+	"github.com/karmanmq/karman/bench/rocketmq"
+	"github.com/karmanmq/karman/cmd/karman/internal/config"
+	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	"github.com/karmanmq/karman/cmd/karman/internal/serve"
+	"github.com/karmanmq/karman/engine"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// benchFrontends returns the front-ends an in-process server of "bench
+// produce" and "bench consume" may use: those compiled into the binary.
+var benchFrontends = func() []frontend.Frontend { return frontend.Default.All() }
+
+// Front-ends the in-process server needs.
+const (
+	benchNamesrv = "namesrv"
+	benchBroker  = "broker"
+)
+
+// newBenchProtocolCmds returns "bench produce" and "bench consume".
+func newBenchProtocolCmds() []*cobra.Command {
+	return []*cobra.Command{
+		newBenchProtocolCmd(bench.ModeProduce),
+		newBenchProtocolCmd(bench.ModeConsume),
+	}
+}
+
+// protocolBench holds the flags of one "bench produce|consume" command.
+type protocolBench struct {
+	mode        bench.Mode
+	w           bench.Workload
+	size        config.ByteSize
+	protocol    string
+	addr        string
+	client      string
+	peer        string
+	queues      int32
+	connections int
+	data        string
+	json        bool
+	cpuprofile  string
+	trace       string
+}
+
+func newBenchProtocolCmd(mode bench.Mode) *cobra.Command {
+	b := &protocolBench{mode: mode, size: bench.DefaultSize}
+	short := "Measure producing over a protocol, side by side with a peer broker"
+	what := `send --count messages of --size bytes from --producers producers. With
+--inflight 1 (the default) each producer waits for every acknowledgement
+(phase "produce"); with --inflight K it keeps K sends outstanding (phase
+"produce_async").`
+	if mode == bench.ModeConsume {
+		short = "Measure consuming over a protocol, side by side with a peer broker"
+		what = `pre-load --count messages of --size bytes (not measured), then pull them
+all, --batch per request, from one puller per queue (or --consumers
+pullers): phase "consume".`
+	}
+	cmd := &cobra.Command{
+		Use:   string(mode),
+		Short: short,
+		Long: `Drive a broker over the network and ` + what + `
+
+--protocol remoting speaks RocketMQ remoting: the route comes from the name
+server at --addr, and --client chooses the client: "karman" (Karman's own
+remoting client sending what the Go client sends, with little overhead of
+its own) or "rocketmq" (the Apache RocketMQ Go client). Without --addr an
+in-process Karman (engine, name server and broker on loopback ports, data
+in --data or a temporary directory, flushing as --flush says) is started.
+
+--peer nats also runs the same work against an embedded NATS server with
+JetStream file storage in a temporary directory (sync_interval always
+with --flush sync), through the nats.go JetStream API, in the same run.
+
+The machine and the flags go to stderr. Stdout gets one line per system
+and phase: a table, or JSON with --json:
+
+  {"system":"karman","phase":"produce","msgs_per_sec":…,"p50_us":…,"p99_us":…,
+   "count":…,"size":…,"producers":…,"inflight":…,…}`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b.w.Size = int(b.size)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return b.run(ctx, cmd)
+		},
+	}
+	f := sortedFlags(cmd.Flags())
+	f.StringVar(&b.protocol, "protocol", "remoting", "protocol to drive the broker with: remoting")
+	f.StringVar(&b.addr, "addr", "", "name server host:port (default: start Karman in this process)")
+	f.StringVar(&b.w.Topic, "topic", bench.DefaultTopic, "topic (and NATS subject)")
+	f.Var(&b.size, "size", "message body size (bytes; KiB, MiB suffixes allowed)")
+	f.Int64Var(&b.w.Count, "count", bench.DefaultCount, "messages in total")
+	f.IntVar(&b.w.Producers, "producers", 1, "producers, each with its own connection (also the pre-load of consume)")
+	f.IntVar(&b.w.Inflight, "inflight", 1, "sends outstanding per producer; 1 is a synchronous producer")
+	f.IntVar(&b.w.Batch, "batch", bench.DefaultBatch, "messages per pull request")
+	f.IntVar(&b.w.Consumers, "consumers", 0, "pullers (default one per queue)")
+	f.Int32Var(&b.queues, "queues", remoting.DefaultQueues, "queues of the topic when the bench creates it")
+	f.StringVar(&b.client, "client", "karman", "remoting client: karman or rocketmq")
+	f.IntVar(&b.connections, "connections", 0, "connections (per broker) shared by the producers or pullers of both systems (default one each)")
+	f.StringVar(&b.peer, "peer", "", "also measure a peer broker in the same run: nats")
+	f.StringVar(&b.w.Flush, "flush", "async", "flush policy of the in-process servers: async or sync")
+	f.StringVar(&b.data, "data", "", "data directory of the in-process Karman (default a temporary directory, removed afterwards)")
+	f.BoolVar(&b.json, "json", false, "print JSON lines instead of a table")
+	f.StringVar(&b.trace, "trace", "", "write an execution trace of the measured part of the Karman phase to this file")
+	f.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured part of each system's phase to this file (the peer's to this file + \".nats\")")
+	return cmd
+}
+
+// check validates the flags that bench.Workload does not cover.
+func (b *protocolBench) check() error {
+	if b.protocol != "remoting" {
+		return fmt.Errorf("bench: --protocol %q: only remoting is supported", b.protocol)
+	}
+	if b.client != "karman" && b.client != "rocketmq" {
+		return fmt.Errorf("bench: --client %q: want karman or rocketmq", b.client)
+	}
+	if b.peer != "" && b.peer != "nats" {
+		return fmt.Errorf("bench: --peer %q: want nats", b.peer)
+	}
+	if b.w.Flush != "async" && b.w.Flush != "sync" {
+		return fmt.Errorf("bench: --flush %q: want async or sync", b.w.Flush)
+	}
+	if b.queues < 1 {
+		return fmt.Errorf("bench: --queues %d: want at least 1", b.queues)
+	}
+	if b.connections < 0 {
+		return fmt.Errorf("bench: --connections %d: want 0 (one each) or more", b.connections)
+	}
+	if b.addr != "" && b.data != "" {
+		return errors.New("bench: --data applies to the in-process Karman only; leave out --addr")
+	}
+	// Every flag has a default, so zero values are the user's: refuse
+	// them rather than fill in the defaults.
+	return b.w.Validate()
+}
+
+func (b *protocolBench) run(ctx context.Context, cmd *cobra.Command) (err error) {
+	if err := b.check(); err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	bench.WriteMachine(stderr, flagLine(cmd.Flags()))
+
+	nameServer := b.addr
+	if nameServer == "" {
+		k, err := startBenchKarman(ctx, b.data, b.w.Flush, b.queues, stderr)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, k.stop()) }()
+		nameServer = k.nameServer
+		fmt.Fprintf(stderr, "karman: in process, name server %s, data %s, flush %s\n", nameServer, k.data, b.w.Flush)
+	}
+
+	var (
+		gen    bench.Generator
+		closer io.Closer
+	)
+	switch b.client {
+	case "karman":
+		g, err := remoting.New(ctx, remoting.Options{NameServer: nameServer, Connections: b.connections, Queues: b.queues})
+		if err != nil {
+			return err
+		}
+		gen, closer = g, g
+	case "rocketmq":
+		g, err := rocketmq.New(ctx, rocketmq.Options{NameServer: nameServer, Connections: b.connections, Queues: b.queues})
+		if err != nil {
+			return err
+		}
+		gen, closer = g, g
+	}
+	defer closer.Close()
+	if b.cpuprofile != "" {
+		gen = &profiled{Generator: gen, path: b.cpuprofile}
+	}
+	if b.trace != "" {
+		gen = &traced{Generator: gen, path: b.trace}
+	}
+	targets := []bench.Target{{System: "karman", Client: b.client, Generator: gen}}
+	if b.peer == "nats" {
+		n := &lazyNATS{syncAlways: b.w.Flush == "sync", consumers: int(b.queues), connections: b.connections, stderr: stderr}
+		defer func() { err = errors.Join(err, n.Close()) }()
+		var gen bench.Generator = n
+		if b.cpuprofile != "" {
+			gen = &profiled{Generator: n, path: b.cpuprofile + ".nats"}
+		}
+		targets = append(targets, bench.Target{System: "nats", Client: "nats.go", Generator: gen})
+	}
+	return bench.Run(ctx, b.mode, b.w, targets, bench.NewPrinter(cmd.OutOrStdout(), b.json))
+}
+
+// flagLine renders every flag as --name=value.
+func flagLine(fs *pflag.FlagSet) string {
+	var parts []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" {
+			parts = append(parts, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return strings.Join(parts, " ")
+}
+
+// benchKarman is a Karman server run in this process by serve.Run.
+type benchKarman struct {
+	nameServer string
+	data       string
+	removeData bool
+	cancel     context.CancelFunc
+	done       chan error
+}
+
+// startBenchKarman starts the engine, the name server and the broker,
+// wired as "karman serve" wires them, on loopback ports chosen at run time,
+// and returns once the server is ready.
+func startBenchKarman(ctx context.Context, data, flush string, queues int32, stderr io.Writer) (*benchKarman, error) {
+	fronts := benchFrontends()
+	have := map[string]bool{}
+	for _, f := range fronts {
+		have[f.Name] = true
+	}
+	if !have[benchNamesrv] || !have[benchBroker] {
+		return nil, errors.New("bench: this karman binary was built without the remoting name server and broker; pass --addr")
+	}
+	k := &benchKarman{data: data, done: make(chan error, 1)}
+	if k.data == "" {
+		dir, err := os.MkdirTemp("", "karman-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		k.data, k.removeData = dir, true
+	}
+
+	var cfg config.Config
+	cfg.Bind(pflag.NewFlagSet("bench", pflag.ContinueOnError), fronts)
+	cfg.Data = k.data
+	cfg.LogLevel = slog.LevelError
+	cfg.DefaultQueues = queues
+	mode, err := engine.ParseFlushMode(flush)
+	if err != nil {
+		k.cleanup()
+		return nil, err
+	}
+	cfg.Flush = mode
+	for name := range cfg.Addrs {
+		cfg.Addrs[name] = config.Off
+	}
+	cfg.Addrs[benchNamesrv] = "127.0.0.1:0"
+	cfg.Addrs[benchBroker] = "127.0.0.1:0"
+
+	ann := newAnnouncements()
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	k.cancel = cancel
+	go func() {
+		k.done <- serve.Run(sctx, serve.Options{
+			Config:    &cfg,
+			Frontends: fronts,
+			Version:   Version(),
+			Logger:    newLogger(stderr, cfg.LogLevel),
+			Announce:  ann,
+		})
+	}()
+	prefix := "karman: " + benchNamesrv + " listening on "
+	for {
+		select {
+		case line := <-ann.lines:
+			if addr, ok := strings.CutPrefix(line, prefix); ok {
+				k.nameServer = dialableAddr(addr)
+			}
+			if line == "karman: ready" {
+				if k.nameServer == "" {
+					k.stop()
+					return nil, errors.New("bench: the in-process server announced no name server")
+				}
+				return k, nil
+			}
+		case err := <-k.done:
+			k.done <- err
+			k.stop()
+			if err == nil {
+				err = errors.New("stopped before it was ready")
+			}
+			return nil, fmt.Errorf("bench: in-process karman: %w", err)
+		case <-ctx.Done():
+			k.stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// stop shuts the server down and removes a temporary data directory.
+func (k *benchKarman) stop() error {
+	k.cancel()
+	err := <-k.done
+	k.done <- err // stop may run twice
+	return errors.Join(err, k.cleanup())
+}
+
+func (k *benchKarman) cleanup() error {
+	if k.removeData {
+		k.removeData = false
+		return os.RemoveAll(k.data)
+	}
+	return nil
+}
+
+// dialableAddr turns a bound address into one a client can dial.
+func dialableAddr(a string) string {
+	if rest, ok := strings.CutPrefix(a, "[::]:"); ok {
+		return "127.0.0.1:" + rest
+	}
+	if rest, ok := strings.CutPrefix(a, "0.0.0.0:"); ok {
+		return "127.0.0.1:" + rest
+	}
+	return a
+}
+
+// announcements collects the lines serve.Run announces.
+type announcements struct {
+	mu    sync.Mutex
+	buf   []byte
+	lines chan string
+}
+
+func newAnnouncements() *announcements { return &announcements{lines: make(chan string, 64)} }
+
+func (a *announcements) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.buf = append(a.buf, p...)
+	for {
+		i := bytes.IndexByte(a.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		select {
+		case a.lines <- string(a.buf[:i]):
+		default: // nobody listens any more
+		}
+		a.buf = a.buf[i+1:]
+	}
+}
+
+// lazyNATS starts the embedded NATS server when its turn comes, so it
+// does not run while Karman is measured.
+type lazyNATS struct {
+	syncAlways  bool
+	consumers   int
+	connections int
+	stderr      io.Writer
+	srv         *jetstream.Server
+	gen         *jetstream.Generator
+}
+
+func (n *lazyNATS) start() (*jetstream.Generator, error) {
+	if n.gen != nil {
+		return n.gen, nil
+	}
+	var (
+		srv *jetstream.Server
+		err error
+	)
+	// The server starts inside a profiled phase: label its goroutines as
+	// the server's.
+	pprof.Do(context.Background(), pprof.Labels("side", "server"), func(context.Context) {
+		srv, err = jetstream.Start(jetstream.ServerOptions{SyncAlways: n.syncAlways})
+	})
+	if err != nil {
+		return nil, err
+	}
+	g, err := jetstream.New(jetstream.Options{URL: srv.URL(), Consumers: n.consumers, Connections: n.connections})
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	interval := "default sync_interval"
+	if n.syncAlways {
+		interval = "sync_interval always"
+	}
+	fmt.Fprintf(n.stderr, "nats: in process, %s, JetStream file storage, %s\n", srv.URL(), interval)
+	n.srv, n.gen = srv, g
+	return g, nil
+}
+
+func (n *lazyNATS) Produce(ctx context.Context, w bench.Workload) (bench.Measurement, error) {
+	g, err := n.start()
+	if err != nil {
+		return bench.Measurement{}, err
+	}
+	return g.Produce(ctx, w)
+}
+
+func (n *lazyNATS) Consume(ctx context.Context, w bench.Workload) (bench.Measurement, error) {
+	g, err := n.start()
+	if err != nil {
+		return bench.Measurement{}, err
+	}
+	return g.Consume(ctx, w)
+}
+
+func (n *lazyNATS) Close() error {
+	if n.srv == nil {
+		return nil
+	}
+	return n.srv.Close()
+}
+
+// profiled writes a CPU profile of the measured part of every phase of
+// its Generator (not the pre-load). Samples of the load generator (and the
+// client connections it opens) carry the label side=client, so "pprof
+// -tagignore side=client" shows the server alone.
+type profiled struct {
+	bench.Generator
+	path string
+	file *os.File
+	err  error
+}
+
+func (p *profiled) Begin() {
+	if p.file, p.err = os.Create(p.path); p.err != nil {
+		return
+	}
+	p.err = pprof.StartCPUProfile(p.file)
+}
+
+func (p *profiled) End() {
+	if p.file == nil {
+		return
+	}
+	if p.err == nil {
+		pprof.StopCPUProfile()
+	}
+	if err := p.file.Close(); p.err == nil {
+		p.err = err
+	}
+	p.file = nil
+}
+
+func (p *profiled) measure(ctx context.Context, f func(context.Context) (bench.Measurement, error)) (m bench.Measurement, err error) {
+	pprof.Do(bench.WithObserver(ctx, p), pprof.Labels("side", "client"), func(ctx context.Context) { m, err = f(ctx) })
+	p.End()
+	if err == nil && p.err != nil {
+		err = fmt.Errorf("bench: cpu profile: %w", p.err)
+	}
+	return m, err
+}
+
+func (p *profiled) Produce(ctx context.Context, w bench.Workload) (bench.Measurement, error) {
+	return p.measure(ctx, func(ctx context.Context) (bench.Measurement, error) { return p.Generator.Produce(ctx, w) })
+}
+
+func (p *profiled) Consume(ctx context.Context, w bench.Workload) (bench.Measurement, error) {
+	return p.measure(ctx, func(ctx context.Context) (bench.Measurement, error) { return p.Generator.Consume(ctx, w) })
+}
+
+// traced writes an execution trace of the measured part of every phase of
+// its Generator.
+type traced struct {
+	bench.Generator
+	path string
+	file *os.File
+	err  error
+}
+
+func (t *traced) Begin() {
+	if t.file, t.err = os.Create(t.path); t.err != nil {
+		return
+	}
+	t.err = trace.Start(t.file)
+}
+
+func (t *traced) End() {
+	if t.file == nil {
+		return
+	}
+	if t.err == nil {
+		trace.Stop()
+	}
+	if err := t.file.Close(); t.err == nil {
+		t.err = err
+	}
+	t.file = nil
+}
+
+func (t *traced) measure(ctx context.Context, f func(context.Context) (bench.Measurement, error)) (bench.Measurement, error) {
+	m, err := f(bench.WithObserver(ctx, t))
+	t.End()
+	if err == nil && t.err != nil {
+		err = fmt.Errorf("bench: trace: %w", t.err)
+	}
+	return m, err
+}
+
+func (t *traced) Produce(ctx context.Context, w bench.Workload) (bench.Measurement, error) {
+	return t.measure(ctx, func(ctx context.Context) (bench.Measurement, error) { return t.Generator.Produce(ctx, w) })
+}
+
+func (t *traced) Consume(ctx context.Context, w bench.Workload) (bench.Measurement, error) {
+	return t.measure(ctx, func(ctx context.Context) (bench.Measurement, error) { return t.Generator.Consume(ctx, w) })
+}

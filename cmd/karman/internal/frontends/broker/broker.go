@@ -1,0 +1,225 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	namesrvfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv"
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/protocol/remoting/broker"
+	"github.com/karmanmq/karman/protocol/remoting/namesrv"
+	"github.com/karmanmq/karman/protocol/remoting/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+)
+
+// Name and DefaultAddr of the front-end.
+const (
+	Name        = "broker"
+	DefaultAddr = ":10911"
+)
+
+// startRegisterTimeout bounds the first registration, which start-up
+// waits for so that the broker is routable once serve reports ready.
+const startRegisterTimeout = 5 * time.Second
+
+// Frontend is the broker front-end.
+var Frontend = frontend.Frontend{
+	Name:            Name,
+	DefaultAddr:     DefaultAddr,
+	Usage:           "RocketMQ remoting broker listen address",
+	Start:           Start,
+	Flags:           BindFlags,
+	ConfigureEngine: ConfigureEngine,
+}
+
+func init() { frontend.Register(Frontend) }
+
+// Config holds the broker's own settings.
+type Config struct {
+	// AdvertiseAddr is the "ip:port" clients dial; empty derives it from
+	// the listener (see Advertise).
+	AdvertiseAddr string
+	// NameServers to register with; empty means the name server of the
+	// same process, if it runs.
+	NameServers []string
+	BrokerName  string
+	ClusterName string
+}
+
+// BindFlags adds the broker's flags to fs and returns the Config they
+// fill.
+func BindFlags(fs *pflag.FlagSet) any {
+	c := &Config{}
+	fs.StringVar(&c.AdvertiseAddr, Name+"-advertise-addr", "", "IPv4 ip:port clients dial to reach the broker (default: derived from --broker-addr)")
+	fs.Var(listValue{&c.NameServers}, Name+"-namesrv", "name servers to register with, ip:port separated by commas (default: the name server of this process)")
+	fs.StringVar(&c.BrokerName, Name+"-name", broker.DefaultBrokerName, "broker name")
+	fs.StringVar(&c.ClusterName, Name+"-cluster", broker.DefaultClusterName, "cluster name")
+	return c
+}
+
+// ConfigureEngine makes the engine write the broker's advertised address
+// into stored messages and offset message ids, which clients decode to
+// find the broker again.
+func ConfigureEngine(o *engine.Options, addr net.Addr, config any) error {
+	cfg, _ := config.(*Config)
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	advertise, err := Advertise(addr, cfg.AdvertiseAddr)
+	if err != nil {
+		return err
+	}
+	o.StoreHost = netip.MustParseAddrPort(advertise)
+	return nil
+}
+
+// Start serves the broker on h.Listener and registers it with the name
+// servers.
+func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) error, err error) {
+	cfg, _ := h.Config.(*Config)
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if h.Logger == nil {
+		h.Logger = slog.New(slog.DiscardHandler)
+	}
+	advertise, err := Advertise(h.Listener.Addr(), cfg.AdvertiseAddr)
+	if err != nil {
+		return nil, err
+	}
+	nameServers := cfg.NameServers
+	if len(nameServers) == 0 {
+		if a, ok := h.Addrs[namesrvfe.Name]; ok {
+			nameServers = []string{dialable(a)}
+		}
+	}
+
+	b := broker.New(h.Engine, broker.Options{
+		BrokerName:       cfg.BrokerName,
+		ClusterName:      cfg.ClusterName,
+		Addr:             advertise,
+		AutoCreateTopics: h.EngineOptions.AutoCreateTopics,
+		AutoCreateGroups: h.EngineOptions.AutoCreateGroups,
+		Logger:           h.Logger,
+	})
+	mux := server.NewMux()
+	b.Register(mux)
+	srv := server.New(mux, server.Options{Logger: h.Logger, Busy: b.Busy, OnClose: b.OnClose})
+	if err := b.Start(ctx); err != nil {
+		return nil, err
+	}
+	if h.Metrics != nil {
+		if err := registerMetrics(h.Metrics, b); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+
+	var reg *namesrv.Registrar
+	if len(nameServers) > 0 {
+		reg, err = namesrv.NewRegistrar(namesrv.RegistrarOptions{
+			NameServers: nameServers,
+			Cluster:     cfg.ClusterName,
+			BrokerName:  b.Options().BrokerName,
+			BrokerAddr:  advertise,
+			Topics:      b.TopicConfigs,
+			Logger:      h.Logger,
+		})
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+	} else {
+		h.Logger.Warn("no name server to register with: clients will not find this broker", "addr", advertise)
+	}
+
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	serveErr := make(chan error, 1)
+	wg.Go(func() { serveErr <- srv.Serve(h.Listener) })
+	if reg != nil {
+		rctx, cancel := context.WithTimeout(ctx, startRegisterTimeout)
+		if err := reg.RegisterAll(rctx); err != nil {
+			h.Logger.Warn("first registration with the name servers failed; retrying in the background", "name_servers", nameServers, "err", err)
+		}
+		cancel()
+		reg.Start()
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-b.TopicsChanged():
+					reg.Trigger()
+				}
+			}
+		})
+	}
+	h.Logger.Info("broker serving", "advertise", advertise, "name_servers", nameServers, "broker", b.Options().BrokerName)
+
+	return func(ctx context.Context) error {
+		close(done)
+		var errs []error
+		if reg != nil {
+			errs = append(errs, reg.Close(ctx))
+		}
+		errs = append(errs, b.Close(), srv.Shutdown(ctx))
+		wg.Wait()
+		if serr := <-serveErr; !errors.Is(serr, server.ErrServerClosed) {
+			errs = append(errs, serr)
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+func registerMetrics(r prometheus.Registerer, b *broker.Broker) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "karman_broker_held_pulls", Help: "Pull requests waiting for messages (long polling)."},
+			func() float64 { return float64(b.HeldPulls()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "karman_broker_flow_control", Help: "1 while sends are refused because the engine is behind, else 0."},
+			func() float64 {
+				if b.Busy(server.KindSend) {
+					return 1
+				}
+				return 0
+			}),
+	} {
+		if err := r.Register(c); err != nil {
+			return fmt.Errorf("broker: metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// listValue is a flag holding a list of addresses separated by commas or
+// semicolons.
+type listValue struct{ l *[]string }
+
+func (v listValue) String() string {
+	if v.l == nil {
+		return ""
+	}
+	return strings.Join(*v.l, ",")
+}
+
+func (v listValue) Set(s string) error {
+	*v.l = nil
+	for a := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("want ip:port: %w", err)
+		}
+		*v.l = append(*v.l, a)
+	}
+	return nil
+}
+
+func (v listValue) Type() string { return "addrs" }

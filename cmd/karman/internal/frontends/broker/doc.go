@@ -1,0 +1,35 @@
+// Package broker wires the RocketMQ remoting broker into the karman
+// binary: the broker request processors of protocol/remoting/broker on the
+// engine, served on --broker-addr (default ":10911"), and registered with
+// the name servers by a namesrv.Registrar. Importing it (blank) registers
+// the front-end "broker" with the default registry.
+//
+// Flags (also KARMAN_BROKER_* variables):
+//
+//	--broker-addr            listen address (":10911"; "off" disables the broker)
+//	--broker-advertise-addr  the IPv4 ip:port clients are told to dial; default:
+//	                         the listener's IPv4 address when it is bound to one
+//	                         (127.0.0.1 for the IPv6 loopback), else the host's
+//	                         first non-loopback IPv4 address, with the listener's
+//	                         port
+//	--broker-namesrv         name servers to register with, "ip:port" separated by
+//	                         commas or semicolons; default: the name server of the
+//	                         same process, when it runs
+//	--broker-name            broker name ("broker-a")
+//	--broker-cluster         cluster name ("DefaultCluster")
+//
+// The advertised address is also the store host the engine writes into
+// stored messages and offset message ids.
+//
+// The broker registers at start (and "karman: ready" follows only once the
+// name servers answered, or gave up for a while), then every 30 s and at
+// once whenever it creates or deletes a topic. Its topic set includes the
+// retry and dead-letter topics of consumer groups and, with
+// --auto-create-topics, the auto-create template TBW102 (perm 7), so
+// producers of unknown topics find a route.
+// The in-process name server starts before the broker: this package
+// imports it.
+//
+// It exports karman_broker_held_pulls and karman_broker_flow_control
+// gauges.
+package broker

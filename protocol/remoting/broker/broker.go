@@ -1,0 +1,303 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/protocol/remoting/server"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+// Defaults of Options.
+const (
+	DefaultBrokerName      = "broker-a"
+	DefaultClusterName     = "DefaultCluster"
+	DefaultRegion          = "DefaultRegion"
+	DefaultMaxSuspend      = 20 * time.Second
+	DefaultBusyDispatchLag = 256 << 20
+	DefaultBusyCheck       = 100 * time.Millisecond
+)
+
+// Protocol is the name this front-end gives the engine's client registry
+// (registry.Heartbeat.Protocol) and its transaction checker.
+const Protocol = "remoting"
+
+// Options configure a Broker. The zero value works; every field states its
+// default.
+type Options struct {
+	// BrokerName is the name clients see in routes and send back in the
+	// bname header field. Default DefaultBrokerName.
+	BrokerName string
+	// ClusterName is written into every stored message as the CLUSTER
+	// property (request/reply clients need it). Default DefaultClusterName.
+	ClusterName string
+	// Addr is the address clients reach the broker at, "ip:port". It is
+	// the store host of replies pushed to requesters. Optional.
+	Addr string
+	// Region is returned as MSG_REGION in send responses. Default
+	// DefaultRegion.
+	Region string
+	// AutoCreateTopics creates a topic unknown to the engine on its first
+	// send with the queue count the producer assumed (the request's
+	// defaultTopicQueueNums, capped by TBW102's), as Java brokers do, so
+	// that the producer's route does not change when the topic appears.
+	// Keep it equal to the engine's option of the same name. Default
+	// false: unknown topics are left to the engine.
+	AutoCreateTopics bool
+	// AutoCreateGroups creates a consumer group when a client first
+	// heartbeats as one of its consumers, sends to its retry topic or
+	// sends a message back. Keep it equal to the engine's option of the
+	// same name. Default false.
+	AutoCreateGroups bool
+	// MaxSuspend caps how long a pull waits for messages (long polling),
+	// whatever the client asks. It must stay below the clients' pull
+	// timeout (30 s). Default DefaultMaxSuspend (20 s).
+	MaxSuspend time.Duration
+	// BusyDispatchLag answers sends with SYSTEM_BUSY while the engine's
+	// dispatcher is more than this many bytes behind the end of the commit
+	// log (see Busy). Default DefaultBusyDispatchLag; negative disables flow
+	// control.
+	BusyDispatchLag int64
+	// BusyCheck is how often the dispatch lag is sampled. Default
+	// DefaultBusyCheck.
+	BusyCheck time.Duration
+	// Logger receives the broker's log records (never one per message).
+	// Default discards.
+	Logger *slog.Logger
+}
+
+func (o *Options) ensureDefaults() {
+	if o.BrokerName == "" {
+		o.BrokerName = DefaultBrokerName
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = DefaultClusterName
+	}
+	if o.Region == "" {
+		o.Region = DefaultRegion
+	}
+	if o.MaxSuspend <= 0 {
+		o.MaxSuspend = DefaultMaxSuspend
+	}
+	if o.BusyDispatchLag == 0 {
+		o.BusyDispatchLag = DefaultBusyDispatchLag
+	}
+	if o.BusyCheck <= 0 {
+		o.BusyCheck = DefaultBusyCheck
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Broker serves the broker requests of RocketMQ remoting clients from an
+// engine. It keeps no state of its own beyond caches: topics, groups,
+// offsets, clients and locks live in the engine.
+type Broker struct {
+	eng  *engine.Engine
+	opts Options
+
+	busy atomic.Bool  // the engine's dispatcher is too far behind
+	held atomic.Int64 // pulls waiting for messages
+
+	testHookHold atomic.Pointer[func()] // called when a pull starts waiting; tests only
+
+	// known holds the names of the topics the broker has seen, so that a
+	// send to a topic the engine just auto-created triggers a new
+	// registration with the name servers.
+	known         sync.Map // topic name → struct{}
+	topicsChanged chan struct{}
+
+	ctx     context.Context // done when the broker closes
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started atomic.Bool
+	closed  atomic.Bool
+}
+
+// New returns a Broker serving from eng. Call Register to route its
+// requests, then Start.
+func New(eng *engine.Engine, opts Options) *Broker {
+	opts.ensureDefaults()
+	b := &Broker{
+		eng:           eng,
+		opts:          opts,
+		topicsChanged: make(chan struct{}, 1),
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	return b
+}
+
+// Register routes every request the broker serves on mux.
+func (b *Broker) Register(mux *server.Mux) {
+	// Producers.
+	mux.HandleFunc(wire.SendMessage, server.KindSend, b.sendMessage)
+	mux.HandleFunc(wire.SendMessageV2, server.KindSend, b.sendMessage)
+	mux.HandleFunc(wire.SendBatchMessage, server.KindSend, b.sendMessage)
+	mux.HandleFunc(wire.SendReplyMessage, server.KindSend, b.sendReplyMessage)
+	mux.HandleFunc(wire.SendReplyMessageV2, server.KindSend, b.sendReplyMessage)
+	mux.HandleFunc(wire.EndTransaction, server.KindSend, b.endTransaction)
+
+	// Consumers.
+	mux.HandleFunc(wire.PullMessage, server.KindPull, b.pullMessage)
+	mux.HandleFunc(wire.HeartBeat, server.KindConsume, b.heartbeat)
+	mux.HandleFunc(wire.UnregisterClient, server.KindConsume, b.unregisterClient)
+	mux.HandleFunc(wire.GetConsumerListByGroup, server.KindConsume, b.getConsumerListByGroup)
+	mux.HandleFunc(wire.QueryConsumerOffset, server.KindConsume, b.queryConsumerOffset)
+	mux.HandleFunc(wire.UpdateConsumerOffset, server.KindConsume, b.updateConsumerOffset)
+	mux.HandleFunc(wire.GetMaxOffset, server.KindConsume, b.getMaxOffset)
+	mux.HandleFunc(wire.GetMinOffset, server.KindConsume, b.getMinOffset)
+	mux.HandleFunc(wire.SearchOffsetByTimestamp, server.KindConsume, b.searchOffsetByTimestamp)
+	mux.HandleFunc(wire.LockBatchMQ, server.KindConsume, b.lockBatchMQ)
+	mux.HandleFunc(wire.UnlockBatchMQ, server.KindConsume, b.unlockBatchMQ)
+	mux.HandleFunc(wire.ConsumerSendMsgBack, server.KindConsume, b.consumerSendMsgBack)
+
+	// Look-ups.
+	mux.HandleFunc(wire.QueryMessage, server.KindDefault, b.queryMessage)
+	mux.HandleFunc(wire.ViewMessageByID, server.KindDefault, b.viewMessageByID)
+
+	// Administration.
+	mux.HandleFunc(wire.UpdateAndCreateTopic, server.KindDefault, b.updateAndCreateTopic)
+	mux.HandleFunc(wire.DeleteTopicInBroker, server.KindDefault, b.deleteTopicInBroker)
+	mux.HandleFunc(wire.GetAllTopicConfig, server.KindDefault, b.getAllTopicConfig)
+	mux.HandleFunc(wire.UpdateAndCreateSubscriptionGroup, server.KindDefault, b.updateAndCreateSubscriptionGroup)
+	mux.HandleFunc(wire.GetAllSubscriptionGroupConfig, server.KindDefault, b.getAllSubscriptionGroupConfig)
+	mux.HandleFunc(wire.DeleteSubscriptionGroup, server.KindDefault, b.deleteSubscriptionGroup)
+	mux.HandleFunc(wire.GetConsumerConnectionList, server.KindDefault, b.getConsumerConnectionList)
+	mux.HandleFunc(wire.GetConsumeStats, server.KindDefault, b.getConsumeStats)
+	mux.HandleFunc(wire.GetTopicStatsInfo, server.KindDefault, b.getTopicStatsInfo)
+}
+
+// Start creates the topics the broker needs (the auto-create template
+// TBW102, when Options.AutoCreateTopics is on) and starts the background
+// work: notifying consumers of group
+// changes and offset resets, transaction checks, and flow control. It
+// returns once that is running; ctx only bounds the start itself.
+func (b *Broker) Start(ctx context.Context) error {
+	if b.closed.Load() {
+		return fmt.Errorf("broker: start after close")
+	}
+	if !b.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("broker: started twice")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.opts.AutoCreateTopics {
+		if err := b.ensureTopic(templateTopic()); err != nil {
+			return fmt.Errorf("broker: create %s: %w", message.TopicAutoCreate, err)
+		}
+	}
+	for _, t := range b.eng.Topics() {
+		b.known.Store(t.Name, struct{}{})
+	}
+	b.eng.SetTransactionChecker(Protocol, b.checkTransaction)
+
+	changes := b.eng.Clients().Watch(b.ctx)
+	events := b.eng.Subscribe(b.ctx)
+	b.sampleBusy()
+	b.wg.Add(3)
+	go func() { defer b.wg.Done(); b.notifyLoop(changes) }()
+	go func() { defer b.wg.Done(); b.eventLoop(events) }()
+	go func() { defer b.wg.Done(); b.busyLoop() }()
+	return nil
+}
+
+// Close stops the background work and makes long polls in progress
+// return. It does not close connections: shut the server down for that.
+func (b *Broker) Close() error {
+	if !b.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	b.cancel()
+	b.wg.Wait()
+	return nil
+}
+
+// Options returns the broker's options, defaults applied.
+func (b *Broker) Options() Options { return b.opts }
+
+// HeldPulls returns how many pulls are waiting for messages.
+func (b *Broker) HeldPulls() int64 { return b.held.Load() }
+
+// OnClose is meant for server.Options.OnClose: it forgets the clients
+// that were connected through c, so their consumer groups rebalance.
+func (b *Broker) OnClose(c *server.Conn) {
+	b.eng.Clients().Disconnect(c)
+}
+
+// templateTopic is TBW102, the topic producers fall back to when their
+// topic has no route yet. Its INHERIT permission tells them (and Java
+// brokers) that topics may be created from it.
+func templateTopic() meta.Topic {
+	return meta.Topic{
+		Name:        message.TopicAutoCreate,
+		ReadQueues:  engine.DefaultQueueCount,
+		WriteQueues: engine.DefaultQueueCount,
+		Perm:        meta.PermRW | meta.PermInherit,
+		System:      true,
+	}
+}
+
+// ensureTopic creates t unless a topic of its name exists.
+func (b *Broker) ensureTopic(t meta.Topic) error {
+	if _, err := b.eng.Topic(t.Name); err == nil {
+		return nil
+	} else if !errors.Is(err, engine.ErrTopicNotFound) {
+		return err
+	}
+	if err := b.eng.CreateTopic(t); err != nil {
+		return err
+	}
+	b.noteTopic(t.Name)
+	return nil
+}
+
+// systemTopic is the configuration of a retry or dead-letter topic: one
+// queue, readable and writable, as the engine creates them itself.
+func systemTopic(name string) meta.Topic {
+	return meta.Topic{Name: name, ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW, System: true}
+}
+
+// group returns a consumer group's configuration, creating the group
+// when AutoCreateGroups allows.
+func (b *Broker) group(name string) (meta.Group, error) {
+	g, err := b.eng.Group(name)
+	if err == nil || !errors.Is(err, engine.ErrGroupNotFound) || !b.opts.AutoCreateGroups {
+		return g, err
+	}
+	if err := b.eng.CreateGroup(meta.Group{Name: name}); err != nil {
+		return meta.Group{}, err
+	}
+	return b.eng.Group(name)
+}
+
+// bornHost returns the client's address as a message's born host.
+func bornHost(c *server.Conn) netip.AddrPort {
+	ap, err := netip.ParseAddrPort(c.RemoteAddr())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// decodeHeader decodes req's extFields into h, wrapping the error so that
+// it names the request.
+func decodeHeader(req *wire.Command, h wire.Header) error {
+	if err := req.DecodeHeader(h); err != nil {
+		return fmt.Errorf("broker: %s: %w", req.RequestCode(), err)
+	}
+	return nil
+}
+
+// success returns an empty SUCCESS response to req.
+func success(req *wire.Command) *wire.Command { return wire.NewResponse(req, wire.Success, "") }

@@ -1,0 +1,29 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/karmanmq/karman/protocol/remoting/server"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+// viewMessageByID serves VIEW_MESSAGE_BY_ID (33): the message stored at a
+// commit-log offset (decoded from an offset message id), as one stored
+// record.
+func (b *Broker) viewMessageByID(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
+	var h wire.ViewMessageByIDRequestHeader
+	if err := decodeHeader(req, &h); err != nil {
+		return errorResponse(req, err)
+	}
+	m, err := b.eng.MessageAt(h.Offset)
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	body, err := appendRecord(nil, m)
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	resp := success(req)
+	resp.Body = body
+	return resp
+}

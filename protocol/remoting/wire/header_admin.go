@@ -1,0 +1,59 @@
+package wire
+
+// GetConsumerConnectionListRequestHeader is the header of
+// GET_CONSUMER_CONNECTION_LIST (203). Required: consumerGroup.
+type GetConsumerConnectionListRequestHeader struct {
+	ConsumerGroup string // consumerGroup
+}
+
+// DecodeFields implements Header.
+func (h *GetConsumerConnectionListRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("GetConsumerConnectionListRequestHeader", ext)
+	h.ConsumerGroup = r.nonEmpty("consumerGroup")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *GetConsumerConnectionListRequestHeader) EncodeFields(ext map[string]string) {
+	ext["consumerGroup"] = h.ConsumerGroup
+}
+
+// GetConsumeStatsRequestHeader is the header of GET_CONSUME_STATS (208).
+// Required: consumerGroup. An empty topic asks for every topic the group
+// consumes.
+type GetConsumeStatsRequestHeader struct {
+	ConsumerGroup string // consumerGroup
+	Topic         string // topic, optional
+}
+
+// DecodeFields implements Header.
+func (h *GetConsumeStatsRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("GetConsumeStatsRequestHeader", ext)
+	h.ConsumerGroup = r.nonEmpty("consumerGroup")
+	h.Topic = r.str(false, "topic")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *GetConsumeStatsRequestHeader) EncodeFields(ext map[string]string) {
+	ext["consumerGroup"] = h.ConsumerGroup
+	putOpt(ext, "topic", h.Topic)
+}
+
+// GetTopicStatsInfoRequestHeader is the header of GET_TOPIC_STATS_INFO
+// (202). Required: topic.
+type GetTopicStatsInfoRequestHeader struct {
+	Topic string // topic
+}
+
+// DecodeFields implements Header.
+func (h *GetTopicStatsInfoRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("GetTopicStatsInfoRequestHeader", ext)
+	h.Topic = r.nonEmpty("topic")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *GetTopicStatsInfoRequestHeader) EncodeFields(ext map[string]string) {
+	ext["topic"] = h.Topic
+}
