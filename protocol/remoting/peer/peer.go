@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"runtime"
@@ -209,8 +210,14 @@ func (c *Peer) shutdown(reason error) {
 		return
 	}
 	if !errors.Is(reason, ErrClosed) {
+		// The other end closing the connection is ordinary; anything else
+		// is worth a warning.
+		level := slog.LevelWarn
+		if errors.Is(reason, io.EOF) || errors.Is(reason, net.ErrClosed) {
+			level = slog.LevelDebug
+		}
 		reason = fmt.Errorf("%w: %w", ErrConnectionLost, reason)
-		c.opts.Logger.Warn("remoting connection lost", "addr", c.addr, "err", reason)
+		c.opts.Logger.Log(context.Background(), level, "remoting connection lost", "addr", c.addr, "err", reason)
 	}
 	c.err = reason
 	pending := c.pending
