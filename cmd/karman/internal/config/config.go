@@ -52,6 +52,13 @@ type Config struct {
 	RetentionAge       time.Duration
 	RetentionDiskRatio float64
 	RetentionInterval  time.Duration
+
+	TimerHorizon             time.Duration
+	TransactionTimeout       time.Duration
+	TransactionCheckInterval time.Duration
+	TransactionCheckMax      int
+	EnablePropertyFilter     bool
+	MessageTypeCheck         bool
 }
 
 // Bind registers the configuration's flags on fs, one --<name>-addr flag
@@ -88,6 +95,12 @@ func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
 	fs.DurationVar(&c.RetentionAge, "retention-age", engine.DefaultRetentionAge, "delete commit-log segments older than this")
 	fs.Float64Var(&c.RetentionDiskRatio, "retention-disk-ratio", engine.DefaultDiskRatio, "delete the oldest segments while the data disk is fuller than this fraction")
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", engine.DefaultRetentionEvery, "how often retention runs")
+	fs.DurationVar(&c.TimerHorizon, "timer-horizon", engine.DefaultTimerHorizon, "how far ahead a delayed or timer message may be scheduled")
+	fs.DurationVar(&c.TransactionTimeout, "transaction-timeout", 6*time.Second, "how long a transactional half message waits before its producer is first asked to resolve it")
+	fs.DurationVar(&c.TransactionCheckInterval, "transaction-check-interval", 30*time.Second, "time between checks of an unresolved transaction")
+	fs.IntVar(&c.TransactionCheckMax, "transaction-check-max", 15, "checks of an unresolved transaction before it is discarded")
+	fs.BoolVar(&c.EnablePropertyFilter, "enable-property-filter", true, "accept SQL92 filter expressions (RocketMQ's enablePropertyFilter)")
+	fs.BoolVar(&c.MessageTypeCheck, "message-type-check", true, "refuse messages whose type (normal, FIFO, delay, transaction) the topic is not declared for")
 }
 
 func (c *Config) bindAddr(fs *pflag.FlagSet, name, def, usage string) {
@@ -116,6 +129,13 @@ func (c *Config) EngineOptions(logger *slog.Logger) *engine.Options {
 		RetentionDiskRatio: c.RetentionDiskRatio,
 		RetentionInterval:  c.RetentionInterval,
 		Logger:             logger,
+
+		TimerHorizon:             c.TimerHorizon,
+		TransactionTimeout:       c.TransactionTimeout,
+		TransactionCheckInterval: c.TransactionCheckInterval,
+		TransactionCheckMax:      c.TransactionCheckMax,
+		DisableSQLFilter:         !c.EnablePropertyFilter,
+		DisableMessageTypeCheck:  !c.MessageTypeCheck,
 	}
 }
 
