@@ -175,6 +175,8 @@ func (b *Broker) Register(mux *server.Mux) {
 	mux.HandleFunc(wire.GetConsumerConnectionList, server.KindDefault, b.getConsumerConnectionList)
 	mux.HandleFunc(wire.GetConsumeStats, server.KindDefault, b.getConsumeStats)
 	mux.HandleFunc(wire.GetTopicStatsInfo, server.KindDefault, b.getTopicStatsInfo)
+	mux.HandleFunc(wire.InvokeBrokerToResetOffset, server.KindDefault, b.invokeBrokerToResetOffset)
+	mux.HandleFunc(wire.KarmanResendDeadLetter, server.KindDefault, b.resendDeadLetter)
 }
 
 // Start creates the topics the broker needs (the auto-create template

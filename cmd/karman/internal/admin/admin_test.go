@@ -190,19 +190,19 @@ func TestResponseError(t *testing.T) {
 }
 
 func TestResendHeaders(t *testing.T) {
-	req := wire.NewRequest(ResendDeadLetterCode, nil)
-	req.EncodeHeader(&ResendDeadLetterRequestHeader{Group: "g", MsgID: "id"})
-	var h ResendDeadLetterRequestHeader
+	req := wire.NewRequest(wire.KarmanResendDeadLetter, nil)
+	req.EncodeHeader(&wire.ResendDeadLetterRequestHeader{Group: "g", MsgID: "id"})
+	var h wire.ResendDeadLetterRequestHeader
 	if err := req.DecodeHeader(&h); err != nil || h.Group != "g" || h.MsgID != "id" {
 		t.Errorf("request header round trip: %+v, %v", h, err)
 	}
-	if err := (&ResendDeadLetterRequestHeader{}).DecodeFields(map[string]string{"group": "g"}); !errors.Is(err, wire.ErrMissingField) {
+	if err := (&wire.ResendDeadLetterRequestHeader{}).DecodeFields(map[string]string{"group": "g"}); !errors.Is(err, wire.ErrMissingField) {
 		t.Errorf("missing msgId: %v", err)
 	}
-	want := ResendDeadLetterResponseHeader{Topic: "T", MsgID: "u", OffsetMsgID: "o", QueueID: 3, QueueOffset: 42}
+	want := wire.ResendDeadLetterResponseHeader{Topic: "T", MsgID: "u", OffsetMsgID: "o", QueueID: 3, QueueOffset: 42}
 	ext := map[string]string{}
 	want.EncodeFields(ext)
-	var got ResendDeadLetterResponseHeader
+	var got wire.ResendDeadLetterResponseHeader
 	if err := got.DecodeFields(ext); err != nil || got != want {
 		t.Errorf("response header round trip: %+v, %v", got, err)
 	}
@@ -210,7 +210,7 @@ func TestResendHeaders(t *testing.T) {
 	if err := got.DecodeFields(ext); !errors.Is(err, wire.ErrInvalidField) {
 		t.Errorf("bad queueOffset: %v", err)
 	}
-	if ResendDeadLetterCode > 32767 {
+	if wire.KarmanResendDeadLetter > 32767 {
 		t.Error("the code does not fit a binary header")
 	}
 }

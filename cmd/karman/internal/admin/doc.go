@@ -29,7 +29,7 @@
 //	message get         33 VIEW_MESSAGE_BY_ID for offset message ids, else 12 QUERY_MESSAGE
 //	                    with _UNIQUE_KEY_QUERY=true
 //	message query       12 QUERY_MESSAGE per broker of the topic
-//	dlq resend          30000 KARMAN_RESEND_DEAD_LETTER (see ResendDeadLetterRequestHeader),
+//	dlq resend          30000 KARMAN_RESEND_DEAD_LETTER (see wire.ResendDeadLetterRequestHeader),
 //	                    falling back to reading the dead letter and sending it with 10 SEND_MESSAGE
 //
 // Bodies keyed by message queue (consume stats, topic stats, reset

@@ -296,8 +296,8 @@ func TestResendDeadLetterBySend(t *testing.T) {
 
 func TestResendDeadLetterByBroker(t *testing.T) {
 	f := newFake(t, func(f *fake, mux *server.Mux) {
-		mux.HandleFunc(ResendDeadLetterCode, server.KindDefault, func(_ context.Context, _ *server.Conn, req *wire.Command) *wire.Command {
-			var h ResendDeadLetterRequestHeader
+		mux.HandleFunc(wire.KarmanResendDeadLetter, server.KindDefault, func(_ context.Context, _ *server.Conn, req *wire.Command) *wire.Command {
+			var h wire.ResendDeadLetterRequestHeader
 			if err := req.DecodeHeader(&h); err != nil {
 				return wire.NewResponse(req, wire.InvalidParameter, err.Error())
 			}
@@ -305,7 +305,7 @@ func TestResendDeadLetterByBroker(t *testing.T) {
 				return wire.NewResponse(req, wire.QueryNotFound, "no such dead letter")
 			}
 			resp := wire.NewResponse(req, wire.Success, "")
-			resp.EncodeHeader(&ResendDeadLetterResponseHeader{Topic: "T", MsgID: "U1", OffsetMsgID: "7F00000100002A9F0000000000000010", QueueID: 1, QueueOffset: 12})
+			resp.EncodeHeader(&wire.ResendDeadLetterResponseHeader{Topic: "T", MsgID: "U1", OffsetMsgID: "7F00000100002A9F0000000000000010", QueueID: 1, QueueOffset: 12})
 			return resp
 		})
 	})

@@ -220,7 +220,7 @@ func TestAdminEndToEnd(t *testing.T) {
 		t.Errorf("dead letter = %+v", dead)
 	}
 	res := adminJSON[admin.Resend](t, ns, "dlq", "resend", "billing", uniq[0])
-	if res.Topic != "plain" || res.MsgID != uniq[0] || res.Group != "billing" || res.BrokerName != brokerName {
+	if res.Topic != "plain" || res.MsgID != uniq[0] || res.Group != "billing" || res.BrokerName != brokerName || res.Via != admin.ViaResend {
 		t.Errorf("dlq resend = %+v", res)
 	}
 	back := adminJSON[admin.Message](t, ns, "message", "get", uniq[0], "--topic", "plain")
