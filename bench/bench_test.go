@@ -155,19 +155,25 @@ func TestRunTableAndErrors(t *testing.T) {
 	}
 }
 
-type recorder struct{ events []string }
+type recorder struct {
+	name   string
+	events *[]string
+}
 
-func (r *recorder) Begin() { r.events = append(r.events, "begin") }
-func (r *recorder) End()   { r.events = append(r.events, "end") }
+func (r recorder) Begin() { *r.events = append(*r.events, r.name+" begin") }
+func (r recorder) End()   { *r.events = append(*r.events, r.name+" end") }
 
 func TestObserver(t *testing.T) {
-	r := &recorder{}
-	ctx := WithObserver(context.Background(), r)
+	var events []string
+	ctx := WithObserver(context.Background(), recorder{"a", &events})
 	Begin(ctx)
 	Begin(Unobserved(ctx))
 	End(ctx)
 	Begin(context.Background())
-	if strings.Join(r.events, ",") != "begin,end" {
-		t.Errorf("events %v", r.events)
+	ctx = WithObserver(ctx, recorder{"b", &events})
+	Begin(ctx)
+	End(ctx)
+	if got := strings.Join(events, ","); got != "a begin,a end,a begin,b begin,b end,a end" {
+		t.Errorf("events %s", got)
 	}
 }

@@ -4,13 +4,13 @@
 // work in the same run.
 //
 // A run is one Workload (message size and count, producers, requests in
-// flight per producer, messages per pull) and one Mode. Each Target (a
-// system plus the client driving it) implements Generator; Run drives the
-// targets one after the other and writes one Result per target and phase:
+// flight per producer, messages per pull) and one Mode. Each Target pairs
+// a system with the Generator driving it; Run drives the targets one
+// after the other and writes one Result per target and phase:
 //
-//	produce        --inflight 1: every producer waits for each ack
-//	produce_async  --inflight K: K requests in flight per producer
-//	consume        pull K·32 pre-loaded messages, 32 per request
+//	produce        Inflight 1: every producer waits for each acknowledgement
+//	produce_async  Inflight K: K sends outstanding per producer
+//	consume        pull Count pre-loaded messages, Batch per request
 //
 // The generators live in sub-packages: remoting (Karman's own remoting
 // client), rocketmq (the Apache RocketMQ Go client) and jetstream (an
@@ -20,5 +20,7 @@
 // # Concurrency
 //
 // A Generator runs one phase at a time; Run calls them sequentially so
-// the systems never compete for the machine.
+// the systems never compete for the machine. An Observer attached with
+// WithObserver (a profiler) is told when the measured part of a phase
+// begins and ends.
 package bench

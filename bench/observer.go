@@ -12,10 +12,20 @@ type Observer interface {
 type observerKey struct{}
 
 // WithObserver returns a context that makes the generators of this package
-// report the measured part of their phases to o.
+// report the measured part of their phases to o, after any Observer ctx
+// already has.
 func WithObserver(ctx context.Context, o Observer) context.Context {
+	if prev, ok := ctx.Value(observerKey{}).(Observer); ok {
+		o = observers{prev, o}
+	}
 	return context.WithValue(ctx, observerKey{}, o)
 }
+
+// observers calls both, the first first on Begin and last on End.
+type observers [2]Observer
+
+func (o observers) Begin() { o[0].Begin(); o[1].Begin() }
+func (o observers) End()   { o[1].End(); o[0].End() }
 
 // Begin tells the Observer of ctx, if any, that measuring begins.
 // Generators call it just before they start the clock.

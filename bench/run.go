@@ -94,7 +94,7 @@ func (p *Printer) Print(r Result) error {
 	}
 	if !p.header {
 		p.header = true
-		if _, err := fmt.Fprintf(p.w, tableRow, "system", "phase", "msgs/s", "MB/s", "p50 µs", "p99 µs", "p999 µs", "count", "size", "producers", "inflight", "client"); err != nil {
+		if _, err := fmt.Fprintf(p.w, tableRow, "system", "phase", "msgs/s", "MB/s", "p50 us", "p99 us", "p999 us", "count", "size", "producers", "inflight", "client"); err != nil {
 			return err
 		}
 	}
