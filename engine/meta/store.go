@@ -276,10 +276,14 @@ func (s *Store) DeleteGroup(name string) error {
 }
 
 // CommitOffset stores the next offset group will consume in (topic, queue).
+// The write goes to pebble's log without waiting for it to reach the disk
+// (consumers commit on every pull): a crash can lose the last few commits,
+// and those messages are then delivered again, as with RocketMQ brokers,
+// which persist offsets every few seconds.
 func (s *Store) CommitOffset(group, topic string, queue int32, offset int64) error {
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], uint64(offset))
-	if err := s.db.Set(offsetKey(group, topic, queue), v[:], pebble.Sync); err != nil {
+	if err := s.db.Set(offsetKey(group, topic, queue), v[:], pebble.NoSync); err != nil {
 		return fmt.Errorf("meta: commit offset %s/%s/%d: %w", group, topic, queue, err)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -424,17 +423,12 @@ func (c *Peer) writeLoop() {
 				c.shutdown(fmt.Errorf("write: %w", err))
 				return
 			}
+			// Take whatever else is queued, then flush at once: waiting
+			// for more to batch delays every request and response.
 			select {
 			case buf = <-c.queue:
 			default:
-				// Let goroutines that are about to enqueue run once
-				// before paying for a flush.
-				runtime.Gosched()
-				select {
-				case buf = <-c.queue:
-				default:
-					buf = nil
-				}
+				buf = nil
 			}
 		}
 		if err := w.Flush(); err != nil {
