@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/latency"
+	"github.com/karmanmq/karman/bench/latency"
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
 )

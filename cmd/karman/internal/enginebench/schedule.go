@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/latency"
+	"github.com/karmanmq/karman/bench/latency"
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
 )

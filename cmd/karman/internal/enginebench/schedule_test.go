@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/latency"
+	"github.com/karmanmq/karman/bench/latency"
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
 )
