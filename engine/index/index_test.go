@@ -9,22 +9,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/karmanmq/karman/engine/internal/kv"
+	"github.com/karmanmq/karman/engine/internal/kvtest"
 )
-
-func openDB(t testing.TB) *pebble.DB {
-	t.Helper()
-	db, err := pebble.Open(t.TempDir(), &pebble.Options{DisableWAL: true, Logger: kv.Logger{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db
-}
 
 type keyEntry struct {
 	topic, key string
@@ -47,7 +33,7 @@ func addKeys(t testing.TB, db *pebble.DB, entries ...keyEntry) {
 }
 
 func TestByKey(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	ix := New(db)
 	long := strings.Repeat("k", MaxKeyLen)
 	addKeys(t, db,
@@ -127,7 +113,7 @@ func TestByKey(t *testing.T) {
 }
 
 func TestAddKeySkips(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	b := db.NewBatch()
 	defer b.Close()
 	var w Writer
@@ -145,7 +131,7 @@ func TestAddKeySkips(t *testing.T) {
 }
 
 func TestByID(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	ix := New(db)
 	b := db.NewBatch()
 	var w Writer
@@ -205,7 +191,7 @@ func TestByID(t *testing.T) {
 }
 
 func TestDeleteTopic(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	ix := New(db)
 	topics := []string{"T", "T1", "T2", "S", "TT", ""}
 	var entries []keyEntry
@@ -248,7 +234,7 @@ func TestDeleteTopic(t *testing.T) {
 }
 
 func TestKeyLayout(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	b := db.NewBatch()
 	var w Writer
 	if err := w.AddKey(b, []byte("ab"), []byte("k"), 0x0102, 0x0304); err != nil {
@@ -272,7 +258,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func BenchmarkAddKey(b *testing.B) {
-	db := openDB(b)
+	db := kvtest.OpenDB(b)
 	batch := db.NewBatch()
 	defer batch.Close()
 	var w Writer

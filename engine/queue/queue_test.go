@@ -7,25 +7,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/karmanmq/karman/engine/internal/kv"
+	"github.com/karmanmq/karman/engine/internal/kvtest"
 )
 
 // openDB opens an index database as the engine does: no write-ahead log,
 // since every entry can be rebuilt from the commit log.
-func openDB(t testing.TB) *pebble.DB {
-	t.Helper()
-	db, err := pebble.Open(t.TempDir(), &pebble.Options{DisableWAL: true, Logger: kv.Logger{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db
-}
-
 // entry returns a distinct, recognisable entry for (queue, offset) of a
 // topic numbered tn.
 func entry(tn int, queue int32, off int64) Entry {
@@ -64,7 +50,7 @@ func fill(t testing.TB, db *pebble.DB, from, to int64, locs ...loc) {
 }
 
 func TestWriterBatchVisibleOnCommit(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	s := New(db)
 	b := db.NewBatch()
 	defer b.Close()
@@ -91,7 +77,7 @@ func TestWriterBatchVisibleOnCommit(t *testing.T) {
 }
 
 func TestWriterOverwrite(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	s := New(db)
 	fill(t, db, 0, 2, loc{"T", 0})
 	e := Entry{Offset: 1, CommitLogOffset: 42, Size: 7, TagHash: 9, StoreTimestamp: 11}
@@ -110,7 +96,7 @@ func TestWriterOverwrite(t *testing.T) {
 }
 
 func TestEntries(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	s := New(db)
 	// Topics whose names are prefixes of each other or of equal length,
 	// queue ids whose encodings share bytes, and a queue id with the high
@@ -196,7 +182,7 @@ func TestEntries(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	s := New(db)
 	fill(t, db, 0, 5, loc{"T", 0}, loc{"T1", 0}, loc{"T", 1})
 	tests := []struct {
@@ -224,7 +210,7 @@ func TestGet(t *testing.T) {
 }
 
 func TestBounds(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	s := New(db)
 	check := func(topic string, queue int32, first, end int64) {
 		t.Helper()
@@ -277,7 +263,7 @@ func TestBounds(t *testing.T) {
 }
 
 func TestDeleteTopic(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	s := New(db)
 	locs := []loc{{"T", 0}, {"T", 5}, {"T1", 0}, {"T2", 0}, {"S", 0}, {"TT", 3}, {"", 0}}
 	fill(t, db, 0, 8, locs...)
@@ -322,7 +308,7 @@ func TestCorruptEntry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			db := openDB(t)
+			db := kvtest.OpenDB(t)
 			s := New(db)
 			fill(t, db, 0, 5, loc{"T", 0}, loc{"T", 1})
 			if err := db.Set(appendKey(nil, "T", 0, 2), tt.val, pebble.NoSync); err != nil {
@@ -379,7 +365,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func BenchmarkWriterAdd(b *testing.B) {
-	db := openDB(b)
+	db := kvtest.OpenDB(b)
 	batch := db.NewBatch()
 	defer batch.Close()
 	var w Writer
@@ -396,7 +382,7 @@ func BenchmarkWriterAdd(b *testing.B) {
 }
 
 func BenchmarkEntries(b *testing.B) {
-	db := openDB(b)
+	db := kvtest.OpenDB(b)
 	fill(b, db, 0, 10_000, loc{"orders", 0})
 	s := New(db)
 	buf := make([]Entry, 0, 32)

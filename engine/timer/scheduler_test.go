@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/karmanmq/karman/engine/internal/kvtest"
 )
 
 // delivery is one entry handed to the DeliverFunc.
@@ -152,7 +154,7 @@ func (c *fakeClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
 const slack = 2 * time.Second // generous bound for "promptly", under -race on a busy machine
 
 func TestSchedulerDeliversWhenDue(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	k := newSink(t, db, time.Now)
 	s := NewScheduler(New(db), k.deliver, SchedulerOptions{})
 	start(t, s)
@@ -182,7 +184,7 @@ func TestSchedulerDeliversWhenDue(t *testing.T) {
 // TestSchedulerInjectedClock checks deliveries follow the Scheduler's clock,
 // not the wall clock: nothing is delivered before the clock reaches it.
 func TestSchedulerInjectedClock(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	var clock fakeClock
 	clock.ms.Store(1_000_000)
 	k := newSink(t, db, clock.Now)
@@ -222,7 +224,7 @@ func TestSchedulerInjectedClock(t *testing.T) {
 // TestSchedulerWakesForEarlierEntry checks that Scheduled wakes a Scheduler
 // sleeping until a later entry.
 func TestSchedulerWakesForEarlierEntry(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	k := newSink(t, db, time.Now)
 	s := NewScheduler(New(db), k.deliver, SchedulerOptions{})
 	late := Entry{time.Now().Add(time.Hour).UnixMilli(), 1}
@@ -245,7 +247,7 @@ func TestSchedulerWakesForEarlierEntry(t *testing.T) {
 // Scheduler has already scanned past are still delivered once announced,
 // including entries due long ago and at time zero.
 func TestSchedulerPastEntries(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	k := newSink(t, db, time.Now)
 	s := NewScheduler(New(db), k.deliver, SchedulerOptions{})
 	start(t, s)
@@ -265,7 +267,7 @@ func TestSchedulerPastEntries(t *testing.T) {
 }
 
 func TestSchedulerBatches(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	k := newSink(t, db, time.Now)
 	s := NewScheduler(New(db), k.deliver, SchedulerOptions{Batch: 3})
 	now := time.Now().UnixMilli()
@@ -288,7 +290,7 @@ func TestSchedulerBatches(t *testing.T) {
 }
 
 func TestSchedulerLock(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	k := newSink(t, db, time.Now)
 	s := NewScheduler(New(db), k.deliver, SchedulerOptions{})
 	start(t, s)
@@ -319,7 +321,7 @@ func TestSchedulerLock(t *testing.T) {
 }
 
 func TestSchedulerRetriesFailedDelivery(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	k := newSink(t, db, time.Now)
 	k.fail = 2
 	var errs atomic.Int32
@@ -350,7 +352,7 @@ func TestSchedulerRetriesFailedDelivery(t *testing.T) {
 // time.Duration can express does not make the Scheduler spin.
 func TestSchedulerFarFuture(t *testing.T) {
 	for _, due := range []int64{math.MaxInt64 / 2, math.MaxInt64} {
-		db := openDB(t)
+		db := kvtest.OpenDB(t)
 		var reads atomic.Int64
 		now := func() time.Time { reads.Add(1); return time.Now() }
 		k := newSink(t, db, time.Now)
@@ -372,7 +374,7 @@ func TestSchedulerFarFuture(t *testing.T) {
 }
 
 func TestSchedulerStopsOnCancel(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls atomic.Int32
 	deliver := func(ctx context.Context, due []Entry) error {

@@ -7,22 +7,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/karmanmq/karman/engine/internal/kv"
+	"github.com/karmanmq/karman/engine/internal/kvtest"
 )
-
-func openDB(t testing.TB) *pebble.DB {
-	t.Helper()
-	db, err := pebble.Open(t.TempDir(), &pebble.Options{DisableWAL: true, Logger: kv.Logger{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db
-}
 
 // apply adds and then deletes entries in one committed batch.
 func apply(t testing.TB, db *pebble.DB, add, del []Entry) {
@@ -46,7 +32,7 @@ func apply(t testing.TB, db *pebble.DB, add, del []Entry) {
 }
 
 func TestRange(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	s := New(db)
 	entries := []Entry{
 		{Due: 300, Offset: 5},
@@ -112,7 +98,7 @@ func TestRange(t *testing.T) {
 }
 
 func TestNextAndHas(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	s := New(db)
 	if e, ok, err := s.Next(0); err != nil || ok {
 		t.Fatalf("Next on an empty index = %v, %v, %v", e, ok, err)

@@ -9,22 +9,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/karmanmq/karman/engine/internal/kv"
+	"github.com/karmanmq/karman/engine/internal/kvtest"
 )
-
-func openDB(t testing.TB) *pebble.DB {
-	t.Helper()
-	db, err := pebble.Open(t.TempDir(), &pebble.Options{DisableWAL: true, Logger: kv.Logger{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db
-}
 
 // apply adds and then resolves half messages in one committed batch.
 func apply(t testing.TB, db *pebble.DB, add, resolve []int64) {
@@ -48,7 +34,7 @@ func apply(t testing.TB, db *pebble.DB, add, resolve []int64) {
 }
 
 func TestPendingAndList(t *testing.T) {
-	db := openDB(t)
+	db := kvtest.OpenDB(t)
 	s := New(db)
 	if got, err := s.List(0, 10, nil); err != nil || len(got) != 0 {
 		t.Fatalf("List on an empty index = %v, %v", got, err)
