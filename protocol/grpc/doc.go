@@ -1,4 +1,16 @@
-// Package grpc will hold the RocketMQ 5 gRPC front-end: the
-// apache.rocketmq.v2.MessagingService, built from Karman's own wire-compatible
-// .proto files and translated onto the engine.
+// Package grpc is the RocketMQ 5 gRPC front-end: the
+// apache.rocketmq.v2.MessagingService that RocketMQ 5.x clients speak,
+// translated onto the engine.
+//
+// Where things are:
+//
+//   - proto/: Karman's own description of the protocol, wire-compatible
+//     with the clients (same package, services, field numbers);
+//   - rmqpb/: the Go code generated from it (see rmqpb/generate.go);
+//   - convert/: messages between the protocol and the engine's stored form
+//     (no network code);
+//   - session/: the clients the server knows, by x-mq-client-id: their
+//     settings, telemetry streams and the receipts it renews for them;
+//   - server/: one file per RPC, executing each request on the engine, and
+//     the one table that turns engine errors into status codes.
 package grpc

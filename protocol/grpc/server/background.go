@@ -1,0 +1,6 @@
+package server
+
+// startBackground starts the server's background loops. Each RPC file that
+// needs one adds it here.
+func (s *Server) startBackground() {
+}

@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+
+	"github.com/karmanmq/karman/protocol/grpc/session"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+)
+
+// Request metadata RocketMQ 5 clients send on every call.
+const (
+	headerClientID  = "x-mq-client-id"
+	headerNamespace = "x-mq-namespace"
+	headerLanguage  = "x-mq-language"
+	headerVersion   = "x-mq-client-version"
+)
+
+type sessionKey struct{}
+
+// sessionOf returns the session of the call's client, or nil when the call
+// named none (the interceptors attach it).
+func sessionOf(ctx context.Context) *session.Session {
+	s, _ := ctx.Value(sessionKey{}).(*session.Session)
+	return s
+}
+
+// attach looks up the client the call names and puts its session into ctx.
+func (s *Server) attach(ctx context.Context) context.Context {
+	md, _ := metadata.FromIncomingContext(ctx)
+	ids := md.Get(headerClientID)
+	if len(ids) == 0 || ids[0] == "" {
+		return ctx
+	}
+	remote := ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		remote = p.Addr.String()
+	}
+	return context.WithValue(ctx, sessionKey{}, s.sessions.Touch(ids[0], remote))
+}
+
+func (s *Server) unaryInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	return h(s.attach(ctx), req)
+}
+
+type sessionStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (w sessionStream) Context() context.Context { return w.ctx }
+
+func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	return h(srv, sessionStream{ss, s.attach(ss.Context())})
+}

@@ -1,0 +1,15 @@
+// Package server executes the apache.rocketmq.v2.MessagingService on the
+// engine: one file per RPC (route.go, send.go, receive.go, ...), and
+// errors.go, the one table that turns engine errors into the status codes
+// RocketMQ 5 clients act on.
+//
+// Every request names its client in the x-mq-client-id header; the server
+// keeps what it knows about each client in a session.Table. A client
+// declares its settings on the Telemetry stream; the server answers with
+// the settings it is to use (batch sizes, retry policy, FIFO, body limit)
+// and later sends transaction checks down the same stream.
+//
+// A Server is safe for concurrent use. New starts nothing; Start begins
+// the background work (receipt renewal, transaction checks) and Close
+// stops it.
+package server

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
+	"github.com/karmanmq/karman/protocol/grpc/session"
+	"google.golang.org/grpc"
+)
+
+// Protocol is the name the server registers its clients under in the
+// engine's client registry.
+const Protocol = "grpc"
+
+// DefaultBrokerName is the broker name routes carry when Options give none.
+const DefaultBrokerName = "broker-a"
+
+// Options configure a Server. The zero value works, except that Endpoint
+// must be set for routes to be dialable.
+type Options struct {
+	// Endpoint is the "host:port" clients dial to reach this server, put
+	// into every route and assignment.
+	Endpoint string
+	// BrokerName names this server in routes. Default DefaultBrokerName.
+	BrokerName string
+	// MaxBodySize is the largest message body accepted, told to producers
+	// in their settings. Default 4 MiB.
+	MaxBodySize int
+	// Logger receives the server's log records. Default: discarded.
+	Logger *slog.Logger
+}
+
+func (o *Options) ensureDefaults() {
+	if o.BrokerName == "" {
+		o.BrokerName = DefaultBrokerName
+	}
+	if o.MaxBodySize <= 0 {
+		o.MaxBodySize = 4 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server is the MessagingService of one engine.
+type Server struct {
+	rmqpb.UnimplementedMessagingServiceServer
+
+	eng      *engine.Engine
+	opts     Options
+	endpoint *rmqpb.Endpoints
+	sessions *session.Table
+	log      *slog.Logger
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started atomic.Bool
+}
+
+// New returns a server for eng.
+func New(eng *engine.Engine, opts Options) (*Server, error) {
+	opts.ensureDefaults()
+	ep, err := endpointOf(opts.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		eng:      eng,
+		opts:     opts,
+		endpoint: ep,
+		sessions: session.NewTable(),
+		log:      opts.Logger,
+		ctx:      ctx,
+		cancel:   cancel,
+	}, nil
+}
+
+// endpointOf parses "host:port" into the Endpoints routes carry.
+func endpointOf(hostport string) (*rmqpb.Endpoints, error) {
+	if hostport == "" {
+		return &rmqpb.Endpoints{Scheme: rmqpb.AddressScheme_IPv4}, nil
+	}
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return nil, fmt.Errorf("grpc server: endpoint %q: %w", hostport, err)
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("grpc server: endpoint %q: bad port", hostport)
+	}
+	scheme := rmqpb.AddressScheme_DOMAIN_NAME
+	if ip := net.ParseIP(host); ip != nil {
+		scheme = rmqpb.AddressScheme_IPv4
+		if ip.To4() == nil {
+			scheme = rmqpb.AddressScheme_IPv6
+		}
+	}
+	return &rmqpb.Endpoints{Scheme: scheme, Addresses: []*rmqpb.Address{{Host: host, Port: int32(port)}}}, nil
+}
+
+// ServerOptions returns the grpc.ServerOptions the service needs: the
+// interceptors that tie each call to its client session.
+func (s *Server) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptor),
+	}
+}
+
+// Register adds the service to g, which must have been built with
+// ServerOptions.
+func (s *Server) Register(g grpc.ServiceRegistrar) {
+	rmqpb.RegisterMessagingServiceServer(g, s)
+}
+
+// Start begins the server's background work.
+func (s *Server) Start() error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("grpc server: started twice")
+	}
+	s.eng.SetTransactionChecker(Protocol, s.checkTransaction)
+	s.startBackground()
+	return nil
+}
+
+// Close stops the background work. It does not stop the grpc.Server.
+func (s *Server) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// goBackground runs fn until the server closes.
+func (s *Server) goBackground(fn func(ctx context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn(s.ctx)
+	}()
+}

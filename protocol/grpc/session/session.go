@@ -1,0 +1,206 @@
+package session
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// ErrNoStream reports a command for a client with no telemetry stream open.
+var ErrNoStream = errors.New("session: client has no telemetry stream")
+
+// ErrStreamFull reports a command dropped because the client does not read
+// its telemetry stream fast enough.
+var ErrStreamFull = errors.New("session: telemetry stream backlog full")
+
+// outboxSize bounds the commands queued for one telemetry stream.
+const outboxSize = 64
+
+// Session is one client.
+type Session struct {
+	id string
+
+	mu       sync.Mutex
+	remote   string
+	settings *rmqpb.Settings
+	stream   *Stream
+	seen     time.Time
+}
+
+// ID returns the client id (x-mq-client-id).
+func (s *Session) ID() string { return s.id }
+
+// RemoteAddr returns the address of the client's latest request. It makes a
+// Session usable as the engine registry's connection handle.
+func (s *Session) RemoteAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.remote
+}
+
+// Settings returns a copy of the settings the client last declared, or nil
+// before the first.
+func (s *Session) Settings() *rmqpb.Settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.settings == nil {
+		return nil
+	}
+	return proto.Clone(s.settings).(*rmqpb.Settings)
+}
+
+// SetSettings records the settings the client declared.
+func (s *Session) SetSettings(st *rmqpb.Settings) {
+	c := proto.Clone(st).(*rmqpb.Settings)
+	s.mu.Lock()
+	s.settings = c
+	s.mu.Unlock()
+}
+
+// touch records a request from remote.
+func (s *Session) touch(remote string, now time.Time) {
+	s.mu.Lock()
+	if remote != "" {
+		s.remote = remote
+	}
+	s.seen = now
+	s.mu.Unlock()
+}
+
+// LastSeen returns when the client last made a request.
+func (s *Session) LastSeen() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen
+}
+
+// Stream is the sending side of one open telemetry stream: commands queued
+// with Send are written by the stream's handler, in order.
+type Stream struct {
+	out  chan *rmqpb.TelemetryCommand
+	done chan struct{}
+	once sync.Once
+}
+
+// Out is the channel the stream's handler writes to the client from.
+func (st *Stream) Out() <-chan *rmqpb.TelemetryCommand { return st.out }
+
+// Done is closed when the stream is replaced or detached.
+func (st *Stream) Done() <-chan struct{} { return st.done }
+
+func (st *Stream) close() { st.once.Do(func() { close(st.done) }) }
+
+// Attach opens a new telemetry stream for the client, replacing (and
+// closing) the previous one. Call Detach with it when the stream ends.
+func (s *Session) Attach() *Stream {
+	st := &Stream{out: make(chan *rmqpb.TelemetryCommand, outboxSize), done: make(chan struct{})}
+	s.mu.Lock()
+	old := s.stream
+	s.stream = st
+	s.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	return st
+}
+
+// Detach closes st and forgets it, unless a newer stream replaced it.
+func (s *Session) Detach(st *Stream) {
+	s.mu.Lock()
+	if s.stream == st {
+		s.stream = nil
+	}
+	s.mu.Unlock()
+	st.close()
+}
+
+// HasStream reports whether the client has a telemetry stream open.
+func (s *Session) HasStream() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream != nil
+}
+
+// Send queues cmd for the client's telemetry stream without waiting.
+func (s *Session) Send(cmd *rmqpb.TelemetryCommand) error {
+	s.mu.Lock()
+	st := s.stream
+	s.mu.Unlock()
+	if st == nil {
+		return ErrNoStream
+	}
+	select {
+	case st.out <- cmd:
+		return nil
+	case <-st.done:
+		return ErrNoStream
+	default:
+		return ErrStreamFull
+	}
+}
+
+// Table holds the sessions of one server.
+type Table struct {
+	mu sync.Mutex
+	m  map[string]*Session
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table { return &Table{m: map[string]*Session{}} }
+
+// Touch returns the session of client id, creating it, and records a
+// request from remote.
+func (t *Table) Touch(id, remote string) *Session {
+	now := time.Now()
+	t.mu.Lock()
+	s, ok := t.m[id]
+	if !ok {
+		s = &Session{id: id}
+		t.m[id] = s
+	}
+	t.mu.Unlock()
+	s.touch(remote, now)
+	return s
+}
+
+// Lookup returns the session of client id, if the table has one.
+func (t *Table) Lookup(id string) (*Session, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.m[id]
+	return s, ok
+}
+
+// Remove forgets client id and closes its telemetry stream.
+func (t *Table) Remove(id string) {
+	t.mu.Lock()
+	s, ok := t.m[id]
+	delete(t.m, id)
+	t.mu.Unlock()
+	if ok {
+		s.mu.Lock()
+		st := s.stream
+		s.stream = nil
+		s.mu.Unlock()
+		if st != nil {
+			st.close()
+		}
+	}
+}
+
+// Idle returns the sessions with no telemetry stream that made no request
+// since before.
+func (t *Table) Idle(before time.Time) []*Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*Session
+	for _, s := range t.m {
+		if !s.HasStream() && s.LastSeen().Before(before) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
