@@ -87,8 +87,8 @@ func fixedMeasurement() Measurement {
 func TestRunJSON(t *testing.T) {
 	var out bytes.Buffer
 	targets := []Target{
-		{System: "karman", Client: "karman", Generator: fixed{m: fixedMeasurement()}},
-		{System: "nats", Client: "nats.go", Generator: fixed{m: fixedMeasurement()}},
+		{System: "karman", Client: "karman", Protocol: "remoting", Generator: fixed{m: fixedMeasurement()}},
+		{System: "nats", Client: "nats.go", Protocol: "nats", Generator: fixed{m: fixedMeasurement()}},
 	}
 	w := Workload{Count: 5000, Producers: 16, Inflight: 8}
 	if err := Run(context.Background(), ModeProduce, w, targets, NewPrinter(&out, true)); err != nil {
@@ -99,9 +99,9 @@ func TestRunJSON(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []string{
-		`{"system":"karman","phase":"produce_async","msgs_per_sec":20000,"p50_us":500,"p99_us":990,"count":5000,"size":1024,"producers":16,"inflight":8,"client":"karman","flush":"async","mb_per_sec":20.5,"p999_us":1000,"max_us":1000,"elapsed_ms":250}`,
-		`{"system":"nats","phase":"produce_async","msgs_per_sec":20000,"p50_us":500,"p99_us":990,"count":5000,"size":1024,"producers":16,"inflight":8,"client":"nats.go","flush":"async","mb_per_sec":20.5,"p999_us":1000,"max_us":1000,"elapsed_ms":250}`,
-		`{"system":"karman","phase":"consume","msgs_per_sec":20000,"p50_us":500,"p99_us":990,"count":5000,"size":1024,"producers":16,"inflight":8,"client":"karman","flush":"async","mb_per_sec":20.5,"p999_us":1000,"max_us":1000,"elapsed_ms":250,"batch":32,"consumers":4}`,
+		`{"system":"karman","phase":"produce_async","msgs_per_sec":20000,"p50_us":500,"p99_us":990,"count":5000,"size":1024,"producers":16,"inflight":8,"client":"karman","protocol":"remoting","flush":"async","mb_per_sec":20.5,"p999_us":1000,"max_us":1000,"elapsed_ms":250}`,
+		`{"system":"nats","phase":"produce_async","msgs_per_sec":20000,"p50_us":500,"p99_us":990,"count":5000,"size":1024,"producers":16,"inflight":8,"client":"nats.go","protocol":"nats","flush":"async","mb_per_sec":20.5,"p999_us":1000,"max_us":1000,"elapsed_ms":250}`,
+		`{"system":"karman","phase":"consume","msgs_per_sec":20000,"p50_us":500,"p99_us":990,"count":5000,"size":1024,"producers":16,"inflight":8,"client":"karman","protocol":"remoting","flush":"async","mb_per_sec":20.5,"p999_us":1000,"max_us":1000,"elapsed_ms":250,"batch":32,"consumers":4}`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines:\n%s", len(lines), out.String())

@@ -31,13 +31,13 @@ func (s steady) Consume(ctx context.Context, w bench.Workload) (bench.Measuremen
 func ExampleRun() {
 	w := bench.Workload{Count: 1000, Size: 1024, Producers: 16}
 	targets := []bench.Target{
-		{System: "karman", Client: "karman", Generator: steady{}},
-		{System: "nats", Client: "nats.go", Generator: steady{}},
+		{System: "karman", Client: "karman", Protocol: "remoting", Generator: steady{}},
+		{System: "nats", Client: "nats.go", Protocol: "nats", Generator: steady{}},
 	}
 	if err := bench.Run(context.Background(), bench.ModeProduce, w, targets, bench.NewPrinter(os.Stdout, true)); err != nil {
 		panic(err)
 	}
 	// Output:
-	// {"system":"karman","phase":"produce","msgs_per_sec":1000,"p50_us":2000,"p99_us":2000,"count":1000,"size":1024,"producers":16,"inflight":1,"client":"karman","flush":"async","mb_per_sec":1,"p999_us":2000,"max_us":2000,"elapsed_ms":1000}
-	// {"system":"nats","phase":"produce","msgs_per_sec":1000,"p50_us":2000,"p99_us":2000,"count":1000,"size":1024,"producers":16,"inflight":1,"client":"nats.go","flush":"async","mb_per_sec":1,"p999_us":2000,"max_us":2000,"elapsed_ms":1000}
+	// {"system":"karman","phase":"produce","msgs_per_sec":1000,"p50_us":2000,"p99_us":2000,"count":1000,"size":1024,"producers":16,"inflight":1,"client":"karman","protocol":"remoting","flush":"async","mb_per_sec":1,"p999_us":2000,"max_us":2000,"elapsed_ms":1000}
+	// {"system":"nats","phase":"produce","msgs_per_sec":1000,"p50_us":2000,"p99_us":2000,"count":1000,"size":1024,"producers":16,"inflight":1,"client":"nats.go","protocol":"nats","flush":"async","mb_per_sec":1,"p999_us":2000,"max_us":2000,"elapsed_ms":1000}
 }

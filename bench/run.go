@@ -28,6 +28,8 @@ type Target struct {
 	System string
 	// Client names the client library driving it.
 	Client string
+	// Protocol is what the client speaks: "remoting", "grpc", "nats".
+	Protocol string
 	// Generator does the work.
 	Generator Generator
 }
@@ -59,7 +61,7 @@ func Run(ctx context.Context, mode Mode, w Workload, targets []Target, out *Prin
 			return fmt.Errorf("bench: %s %s: %w", t.System, phase, err)
 		}
 		r := w.Result(phase, m)
-		r.System, r.Client = t.System, t.Client
+		r.System, r.Client, r.Protocol = t.System, t.Client, t.Protocol
 		if err := out.Print(r); err != nil {
 			return err
 		}
@@ -80,7 +82,7 @@ type Printer struct {
 // table with fixed-width columns, its header before the first row.
 func NewPrinter(w io.Writer, asJSON bool) *Printer { return &Printer{w: w, json: asJSON} }
 
-const tableRow = "%-7s %-13s %12s %9s %10s %10s %10s %10s %6s %9s %8s %-8s\n"
+const tableRow = "%-7s %-13s %12s %9s %10s %10s %10s %10s %6s %9s %8s %-8s %-8s\n"
 
 // Print writes one Result.
 func (p *Printer) Print(r Result) error {
@@ -94,14 +96,14 @@ func (p *Printer) Print(r Result) error {
 	}
 	if !p.header {
 		p.header = true
-		if _, err := fmt.Fprintf(p.w, tableRow, "system", "phase", "msgs/s", "MB/s", "p50 us", "p99 us", "p999 us", "count", "size", "producers", "inflight", "client"); err != nil {
+		if _, err := fmt.Fprintf(p.w, tableRow, "system", "phase", "msgs/s", "MB/s", "p50 us", "p99 us", "p999 us", "count", "size", "producers", "inflight", "client", "protocol"); err != nil {
 			return err
 		}
 	}
 	f := func(v float64) string { return fmt.Sprintf("%.1f", v) }
 	_, err := fmt.Fprintf(p.w, tableRow, r.System, r.Phase, fmt.Sprintf("%.0f", r.MsgsPerSec), f(r.MBPerSec),
 		f(r.P50us), f(r.P99us), f(r.P999us), fmt.Sprint(r.Count), fmt.Sprint(r.Size), fmt.Sprint(r.Producers),
-		fmt.Sprint(r.Inflight), r.Client)
+		fmt.Sprint(r.Inflight), r.Client, r.Protocol)
 	return err
 }
 

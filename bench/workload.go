@@ -171,6 +171,7 @@ type Result struct {
 	Inflight   int     `json:"inflight"`
 	// The fields above are the comparison; those below say more.
 	Client    string  `json:"client"`
+	Protocol  string  `json:"protocol"`
 	Flush     string  `json:"flush"`
 	MBPerSec  float64 `json:"mb_per_sec"`
 	P999us    float64 `json:"p999_us"`

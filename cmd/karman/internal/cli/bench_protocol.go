@@ -11,11 +11,13 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/karmanmq/karman/bench"
+	grpcbench "github.com/karmanmq/karman/bench/grpc"
 	"github.com/karmanmq/karman/bench/jetstream"
 	"github.com/karmanmq/karman/bench/remoting"
 	"github.com/karmanmq/karman/bench/rocketmq"
@@ -35,6 +37,7 @@ var benchFrontends = func() []frontend.Frontend { return frontend.Default.All() 
 const (
 	benchNamesrv = "namesrv"
 	benchBroker  = "broker"
+	benchGRPC    = "grpc"
 )
 
 // newBenchProtocolCmds returns "bench produce" and "bench consume".
@@ -87,15 +90,23 @@ its own) or "rocketmq" (the Apache RocketMQ Go client). Without --addr an
 in-process Karman (engine, name server and broker on loopback ports, data
 in --data or a temporary directory, flushing as --flush says) is started.
 
---peer nats also runs the same work against an embedded NATS server with
-JetStream file storage in a temporary directory (sync_interval always
-with --flush sync), through the nats.go JetStream API, in the same run.
+--protocol grpc speaks RocketMQ 5 gRPC to the endpoint at --addr (or to the
+in-process Karman's), with Karman's generated stubs: one message per
+SendMessage, and for consuming ReceiveMessage of --batch messages each
+acknowledged with one AckMessage.
+
+--peer adds systems measured with the same work in the same run, in this
+order: "remoting" (with --protocol grpc: the same in-process Karman driven
+over remoting, so the two protocols compare side by side) and "nats" (an
+embedded NATS server with JetStream file storage in a temporary directory,
+sync_interval always with --flush sync, through the nats.go JetStream
+API). Separate them with commas.
 
 The machine and the flags go to stderr. Stdout gets one line per system
 and phase: a table, or JSON with --json:
 
   {"system":"karman","phase":"produce","msgs_per_sec":…,"p50_us":…,"p99_us":…,
-   "count":…,"size":…,"producers":…,"inflight":…,…}`,
+   "count":…,"size":…,"producers":…,"inflight":…,"protocol":…,…}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b.w.Size = int(b.size)
@@ -105,8 +116,8 @@ and phase: a table, or JSON with --json:
 		},
 	}
 	f := sortedFlags(cmd.Flags())
-	f.StringVar(&b.protocol, "protocol", "remoting", "protocol to drive the broker with: remoting")
-	f.StringVar(&b.addr, "addr", "", "name server host:port (default: start Karman in this process)")
+	f.StringVar(&b.protocol, "protocol", "remoting", "protocol to drive the broker with: remoting or grpc")
+	f.StringVar(&b.addr, "addr", "", "name server host:port for remoting, endpoint host:port for grpc (default: start Karman in this process)")
 	f.StringVar(&b.w.Topic, "topic", bench.DefaultTopic, "topic (and NATS subject)")
 	f.Var(&b.size, "size", "message body size (bytes; KiB, MiB suffixes allowed)")
 	f.Int64Var(&b.w.Count, "count", bench.DefaultCount, "messages in total")
@@ -117,7 +128,7 @@ and phase: a table, or JSON with --json:
 	f.Int32Var(&b.queues, "queues", remoting.DefaultQueues, "queues of the topic when the bench creates it")
 	f.StringVar(&b.client, "client", "karman", "remoting client: karman or rocketmq")
 	f.IntVar(&b.connections, "connections", 0, "connections (per broker) shared by the producers or pullers of both systems (default one each)")
-	f.StringVar(&b.peer, "peer", "", "also measure a peer broker in the same run: nats")
+	f.StringVar(&b.peer, "peer", "", "also measure these in the same run, separated by commas: remoting (with --protocol grpc), nats")
 	f.StringVar(&b.w.Flush, "flush", "async", "flush policy of the in-process servers: async or sync")
 	f.StringVar(&b.data, "data", "", "data directory of the in-process Karman (default a temporary directory, removed afterwards)")
 	f.BoolVar(&b.json, "json", false, "print JSON lines instead of a table")
@@ -128,14 +139,22 @@ and phase: a table, or JSON with --json:
 
 // check validates the flags that bench.Workload does not cover.
 func (b *protocolBench) check() error {
-	if b.protocol != "remoting" {
-		return fmt.Errorf("bench: --protocol %q: only remoting is supported", b.protocol)
+	if b.protocol != "remoting" && b.protocol != "grpc" {
+		return fmt.Errorf("bench: --protocol %q: want remoting or grpc", b.protocol)
 	}
 	if b.client != "karman" && b.client != "rocketmq" {
 		return fmt.Errorf("bench: --client %q: want karman or rocketmq", b.client)
 	}
-	if b.peer != "" && b.peer != "nats" {
-		return fmt.Errorf("bench: --peer %q: want nats", b.peer)
+	for _, p := range b.peers() {
+		switch {
+		case p == "nats":
+		case p == "remoting" && b.protocol == "grpc":
+			if b.addr != "" {
+				return errors.New("bench: --peer remoting drives the in-process Karman; leave out --addr")
+			}
+		default:
+			return fmt.Errorf("bench: --peer %q: want nats, or remoting with --protocol grpc", p)
+		}
 	}
 	if b.w.Flush != "async" && b.w.Flush != "sync" {
 		return fmt.Errorf("bench: --flush %q: want async or sync", b.w.Flush)
@@ -161,17 +180,67 @@ func (b *protocolBench) run(ctx context.Context, cmd *cobra.Command) (err error)
 	stderr := cmd.ErrOrStderr()
 	bench.WriteMachine(stderr, flagLine(cmd.Flags()))
 
-	nameServer := b.addr
-	if nameServer == "" {
-		k, err := startBenchKarman(ctx, b.data, b.w.Flush, b.queues, stderr)
-		if err != nil {
+	k := &benchKarman{nameServer: b.addr, grpc: b.addr}
+	if b.addr == "" {
+		if k, err = startBenchKarman(ctx, b.data, b.w.Flush, b.queues, b.protocol == "grpc", stderr); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, k.stop()) }()
-		nameServer = k.nameServer
-		fmt.Fprintf(stderr, "karman: in process, name server %s, data %s, flush %s\n", nameServer, k.data, b.w.Flush)
+		fmt.Fprintf(stderr, "karman: in process, name server %s, gRPC %s, data %s, flush %s\n", k.nameServer, k.grpc, k.data, b.w.Flush)
 	}
 
+	var targets []bench.Target
+	if b.protocol == "grpc" {
+		t, closer, err := b.grpcTarget(k.grpc)
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		targets = append(targets, t)
+	}
+	if b.protocol == "remoting" || slices.Contains(b.peers(), "remoting") {
+		t, closer, err := b.remotingTarget(ctx, k.nameServer)
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		targets = append(targets, t)
+	}
+	if slices.Contains(b.peers(), "nats") {
+		n := &lazyNATS{syncAlways: b.w.Flush == "sync", consumers: int(b.queues), connections: b.connections, stderr: stderr}
+		defer func() { err = errors.Join(err, n.Close()) }()
+		var gen bench.Generator = n
+		if b.cpuprofile != "" {
+			gen = &profiled{Generator: n, path: b.cpuprofile + ".nats"}
+		}
+		targets = append(targets, bench.Target{System: "nats", Client: "nats.go", Protocol: "nats", Generator: gen})
+	}
+	return bench.Run(ctx, b.mode, b.w, targets, bench.NewPrinter(cmd.OutOrStdout(), b.json))
+}
+
+// peers returns the --peer list.
+func (b *protocolBench) peers() []string {
+	if b.peer == "" {
+		return nil
+	}
+	return strings.Split(b.peer, ",")
+}
+
+// profile wraps gen as the flags ask: a CPU profile to path, and the
+// execution trace when gen drives the protocol --protocol names.
+func (b *protocolBench) profile(gen bench.Generator, path, protocol string) bench.Generator {
+	if path != "" {
+		gen = &profiled{Generator: gen, path: path}
+	}
+	if b.trace != "" && protocol == b.protocol {
+		gen = &traced{Generator: gen, path: b.trace}
+	}
+	return gen
+}
+
+// remotingTarget is Karman driven over remoting through the name server at
+// nameServer, with the client --client names.
+func (b *protocolBench) remotingTarget(ctx context.Context, nameServer string) (bench.Target, io.Closer, error) {
 	var (
 		gen    bench.Generator
 		closer io.Closer
@@ -180,34 +249,30 @@ func (b *protocolBench) run(ctx context.Context, cmd *cobra.Command) (err error)
 	case "karman":
 		g, err := remoting.New(ctx, remoting.Options{NameServer: nameServer, Connections: b.connections, Queues: b.queues})
 		if err != nil {
-			return err
+			return bench.Target{}, nil, err
 		}
 		gen, closer = g, g
 	case "rocketmq":
 		g, err := rocketmq.New(ctx, rocketmq.Options{NameServer: nameServer, Connections: b.connections, Queues: b.queues})
 		if err != nil {
-			return err
+			return bench.Target{}, nil, err
 		}
 		gen, closer = g, g
 	}
-	defer closer.Close()
-	if b.cpuprofile != "" {
-		gen = &profiled{Generator: gen, path: b.cpuprofile}
+	path := b.cpuprofile
+	if path != "" && b.protocol != "remoting" {
+		path += ".remoting"
 	}
-	if b.trace != "" {
-		gen = &traced{Generator: gen, path: b.trace}
+	return bench.Target{System: "karman", Client: b.client, Protocol: "remoting", Generator: b.profile(gen, path, "remoting")}, closer, nil
+}
+
+// grpcTarget is Karman driven over gRPC at endpoint.
+func (b *protocolBench) grpcTarget(endpoint string) (bench.Target, io.Closer, error) {
+	g, err := grpcbench.New(grpcbench.Options{Addr: endpoint, Connections: b.connections, Queues: b.queues})
+	if err != nil {
+		return bench.Target{}, nil, err
 	}
-	targets := []bench.Target{{System: "karman", Client: b.client, Generator: gen}}
-	if b.peer == "nats" {
-		n := &lazyNATS{syncAlways: b.w.Flush == "sync", consumers: int(b.queues), connections: b.connections, stderr: stderr}
-		defer func() { err = errors.Join(err, n.Close()) }()
-		var gen bench.Generator = n
-		if b.cpuprofile != "" {
-			gen = &profiled{Generator: n, path: b.cpuprofile + ".nats"}
-		}
-		targets = append(targets, bench.Target{System: "nats", Client: "nats.go", Generator: gen})
-	}
-	return bench.Run(ctx, b.mode, b.w, targets, bench.NewPrinter(cmd.OutOrStdout(), b.json))
+	return bench.Target{System: "karman", Client: "karman", Protocol: "grpc", Generator: b.profile(g, b.cpuprofile, "grpc")}, g, nil
 }
 
 // flagLine renders every flag as --name=value.
@@ -224,6 +289,7 @@ func flagLine(fs *pflag.FlagSet) string {
 // benchKarman is a Karman server run in this process by serve.Run.
 type benchKarman struct {
 	nameServer string
+	grpc       string // gRPC endpoint, when started
 	data       string
 	removeData bool
 	cancel     context.CancelFunc
@@ -233,7 +299,7 @@ type benchKarman struct {
 // startBenchKarman starts the engine, the name server and the broker,
 // wired as "karman serve" wires them, on loopback ports chosen at run time,
 // and returns once the server is ready.
-func startBenchKarman(ctx context.Context, data, flush string, queues int32, stderr io.Writer) (*benchKarman, error) {
+func startBenchKarman(ctx context.Context, data, flush string, queues int32, withGRPC bool, stderr io.Writer) (*benchKarman, error) {
 	fronts := benchFrontends()
 	have := map[string]bool{}
 	for _, f := range fronts {
@@ -241,6 +307,9 @@ func startBenchKarman(ctx context.Context, data, flush string, queues int32, std
 	}
 	if !have[benchNamesrv] || !have[benchBroker] {
 		return nil, errors.New("bench: this karman binary was built without the remoting name server and broker; pass --addr")
+	}
+	if withGRPC && !have[benchGRPC] {
+		return nil, errors.New("bench: this karman binary was built without the gRPC front-end; pass --addr")
 	}
 	k := &benchKarman{data: data, done: make(chan error, 1)}
 	if k.data == "" {
@@ -267,6 +336,9 @@ func startBenchKarman(ctx context.Context, data, flush string, queues int32, std
 	}
 	cfg.Addrs[benchNamesrv] = "127.0.0.1:0"
 	cfg.Addrs[benchBroker] = "127.0.0.1:0"
+	if withGRPC {
+		cfg.Addrs[benchGRPC] = "127.0.0.1:0"
+	}
 
 	ann := newAnnouncements()
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -281,11 +353,15 @@ func startBenchKarman(ctx context.Context, data, flush string, queues int32, std
 		})
 	}()
 	prefix := "karman: " + benchNamesrv + " listening on "
+	grpcPrefix := "karman: " + benchGRPC + " listening on "
 	for {
 		select {
 		case line := <-ann.lines:
 			if addr, ok := strings.CutPrefix(line, prefix); ok {
 				k.nameServer = dialableAddr(addr)
+			}
+			if addr, ok := strings.CutPrefix(line, grpcPrefix); ok {
+				k.grpc = dialableAddr(addr)
 			}
 			if line == "karman: ready" {
 				if k.nameServer == "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/karmanmq/karman/bench"
 	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
 	brokerfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"
+	grpcfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/grpc"
 	namesrvfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv"
 )
 
@@ -67,6 +68,44 @@ func TestBenchProtocolInProcess(t *testing.T) {
 	}
 }
 
+// TestBenchProtocolGRPC runs both protocols against one in-process Karman,
+// as the comparison of the two is measured.
+func TestBenchProtocolGRPC(t *testing.T) {
+	old := benchFrontends
+	benchFrontends = func() []frontend.Frontend {
+		return []frontend.Frontend{namesrvfe.Frontend, brokerfe.Frontend, grpcfe.Frontend}
+	}
+	t.Cleanup(func() { benchFrontends = old })
+
+	for _, tc := range []struct {
+		args  []string
+		phase bench.Phase
+	}{
+		{[]string{"produce", "--count", "400", "--producers", "4", "--size", "512"}, bench.PhaseProduce},
+		{[]string{"consume", "--count", "400", "--producers", "2", "--size", "512", "--queues", "4"}, bench.PhaseConsume},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := runBench(t, append(tc.args, "--protocol", "grpc", "--peer", "remoting", "--json", "--data", t.TempDir())...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("want one line per protocol, got:\n%s", out)
+			}
+			for i, protocol := range []string{"grpc", "remoting"} {
+				var r bench.Result
+				if err := json.Unmarshal([]byte(lines[i]), &r); err != nil {
+					t.Fatalf("%v: %s", err, lines[i])
+				}
+				if r.System != "karman" || r.Protocol != protocol || r.Phase != tc.phase || r.Count != 400 || r.Size != 512 || r.MsgsPerSec <= 0 || r.P99us <= 0 {
+					t.Errorf("line %d: %s", i, lines[i])
+				}
+			}
+		})
+	}
+}
+
 func TestBenchProtocolTable(t *testing.T) {
 	old := benchFrontends
 	benchFrontends = func() []frontend.Frontend { return []frontend.Frontend{namesrvfe.Frontend, brokerfe.Frontend} }
@@ -83,7 +122,9 @@ func TestBenchProtocolTable(t *testing.T) {
 
 func TestBenchProtocolFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"produce", "--protocol", "grpc"},
+		{"produce", "--protocol", "kafka"},
+		{"produce", "--peer", "remoting"},
+		{"produce", "--protocol", "grpc", "--peer", "remoting", "--addr", "127.0.0.1:8081"},
 		{"produce", "--client", "java"},
 		{"consume", "--peer", "kafka"},
 		{"produce", "--flush", "never"},
