@@ -77,10 +77,14 @@ func run(t *testing.T, env []string, args ...string) (stdout, stderr string, cod
 	return out.String(), errOut.String(), code
 }
 
+// loopbackAddrs gives every front-end of serve a loopback port chosen at
+// run time, so tests never collide with a server on the default ports.
+var loopbackAddrs = []string{"--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}
+
 func TestServe(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := command(ctx, nil, "serve", "--data", t.TempDir(), "--http-addr", "127.0.0.1:0")
+	cmd := command(ctx, nil, append([]string{"serve", "--data", t.TempDir()}, loopbackAddrs...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +163,7 @@ func TestServePortTaken(t *testing.T) {
 	// The first server holds the port; a second one on it must fail cleanly.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	first := command(ctx, nil, "serve", "--data", t.TempDir(), "--http-addr", "127.0.0.1:0")
+	first := command(ctx, nil, append([]string{"serve", "--data", t.TempDir()}, loopbackAddrs...)...)
 	stdout, _ := first.StdoutPipe()
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
@@ -175,7 +179,8 @@ func TestServePortTaken(t *testing.T) {
 	}
 	go io.Copy(io.Discard, stdout)
 
-	_, stderr, code := run(t, nil, "serve", "--data", t.TempDir(), "--http-addr", addr)
+	args := append([]string{"serve", "--data", t.TempDir()}, loopbackAddrs...)
+	_, stderr, code := run(t, nil, append(args, "--http-addr", addr)...)
 	if code != 1 || !strings.Contains(stderr, "http listener") {
 		t.Errorf("second serve on %s: exit %d, stderr %q", addr, code, stderr)
 	}
