@@ -39,6 +39,11 @@ import (
 var (
 	ErrInvalidHandle = pop.ErrInvalidHandle
 	ErrHandleExpired = errors.New("engine: receipt handle expired")
+	// ErrAlreadyDone reports a handle whose message has been acknowledged
+	// or dead-lettered since: an error matching it also matches
+	// ErrHandleExpired, and a front-end may answer a repeated ack as a
+	// success.
+	ErrAlreadyDone = errors.New("engine: message already acknowledged")
 )
 
 const (
@@ -508,8 +513,12 @@ func (e *Engine) inflight(group, handle string) (*popQueue, pop.Handle, *pop.Inf
 	pq.mu.Lock()
 	f, ok := pq.st.Inflight[h.Offset]
 	if !ok || f.Nonce != h.Nonce {
+		done := !ok && (h.Offset < pq.st.AckedBelow || pq.st.Done[h.Offset])
 		pq.mu.Unlock()
-		return nil, h, nil, fmt.Errorf("%w: message %s/%d@%d was acknowledged, redelivered or its lease changed", ErrHandleExpired, h.Topic, h.Queue, h.Offset)
+		if done {
+			return nil, h, nil, fmt.Errorf("%w: %w: message %s/%d@%d", ErrHandleExpired, ErrAlreadyDone, h.Topic, h.Queue, h.Offset)
+		}
+		return nil, h, nil, fmt.Errorf("%w: message %s/%d@%d was redelivered or its lease changed", ErrHandleExpired, h.Topic, h.Queue, h.Offset)
 	}
 	return pq, h, f, nil
 }
