@@ -3,13 +3,14 @@
 package compat
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,9 +24,18 @@ import (
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
-// binaryEnv names a karman binary for TestBinary to run instead of
+// binaryEnv names a karman binary for the tests to run instead of
 // building one (the race-mode driver passes a race-built binary).
 const binaryEnv = "KARMAN_COMPAT_BINARY"
+
+// built is the binary the tests built, once per run, when binaryEnv names
+// none.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
 
 // karmanBinary returns the karman binary under test, building it when
 // binaryEnv does not name one.
@@ -34,23 +44,47 @@ func karmanBinary(t *testing.T) string {
 	if bin := os.Getenv(binaryEnv); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "karman")
-	build := exec.Command("go", "build", "-o", bin, "../..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build karman: %v\n%s", err, out)
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "karman-compat-bin-")
+		if built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "karman")
+		out, err := exec.Command("go", "build", "-o", built.path, "../..").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("build karman: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.path
 }
 
-// The real binary, started as a user would: a producer and a push
-// consumer of the Go client work against it, and it stops cleanly (with
-// no race report when it was built with the race detector).
-func TestBinary(t *testing.T) {
+// removeBuiltBinary deletes the binary karmanBinary built, if any.
+func removeBuiltBinary() {
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+}
+
+// karmanProcess is the karman binary running "serve" as a child process.
+type karmanProcess struct {
+	*karman
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	cancel context.CancelFunc
+}
+
+// startBinary runs "karman serve" with a fresh data directory and every
+// listener on a loopback port, and waits until it is ready. The process
+// is killed when the test ends unless stop ended it first.
+func startBinary(t *testing.T, args ...string) *karmanProcess {
+	t.Helper()
 	bin := karmanBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "serve", "--data", t.TempDir(), "--segment-size", "64MiB",
-		"--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	args = slices.Concat([]string{"serve", "--data", t.TempDir(), "--segment-size", "64MiB"}, listenArgs, args)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "KARMAN_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -61,38 +95,52 @@ func TestBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	p := &karmanProcess{karman: &karman{t: t}, cmd: cmd, stderr: &lockedBuffer{}, cancel: cancel}
+	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
-
-	k := &karman{t: t}
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() {
-		line := lines.Text()
-		if a, ok := strings.CutPrefix(line, "karman: namesrv listening on "); ok {
-			k.namesrv = a
-		}
-		if a, ok := strings.CutPrefix(line, "karman: broker listening on "); ok {
-			k.broker = a
-		}
-		if line == "karman: ready" {
-			break
-		}
-	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cancel()
+	})
+	started := p.readAnnouncements(stdout)
 	go io.Copy(io.Discard, stdout)
-	if k.namesrv == "" || k.broker == "" {
-		t.Fatalf("karman did not start\nstderr:\n%s", stderr.String())
+	if !started {
+		t.Fatalf("karman did not start\nstderr:\n%s", p.stderr.String())
 	}
-	admin, err := peer.Dial(ctx, k.broker, peer.Options{RequestTimeout: 30 * time.Second})
+	admin, err := peer.Dial(ctx, p.broker, peer.Options{RequestTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
-	k.admin = admin
+	t.Cleanup(func() { admin.Close() })
+	p.admin = admin
+	return p
+}
 
+// stop shuts the process down with SIGTERM and fails the test unless it
+// exits cleanly, without a race report (when it was built with the race
+// detector).
+func (p *karmanProcess) stop() {
+	p.t.Helper()
+	p.admin.Close()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Fatalf("karman exited with %v\nstderr:\n%s", err, p.stderr.String())
+	}
+	if strings.Contains(p.stderr.String(), "DATA RACE") {
+		p.t.Fatalf("race detected in karman:\n%s", p.stderr.String())
+	}
+}
+
+// The real binary, started as a user would: a producer and a push
+// consumer of the Go client work against it, and it stops cleanly (with
+// no race report when it was built with the race detector).
+func TestBinary(t *testing.T) {
+	k := startBinary(t)
 	const topic, group, n = "BinaryTopic", "binary", 20
 	p := k.producer()
 	for i := range n {
@@ -110,17 +158,7 @@ func TestBinary(t *testing.T) {
 	}
 	c.Shutdown()
 	p.p.Shutdown()
-	admin.Close()
-
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("karman exited with %v\nstderr:\n%s", err, stderr.String())
-	}
-	if strings.Contains(stderr.String(), "DATA RACE") {
-		t.Fatalf("race detected in karman:\n%s", stderr.String())
-	}
+	k.stop()
 }
 
 // lockedBuffer is a bytes.Buffer safe for the writer goroutine of exec

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/karmanmq/karman/cmd/karman/internal/config"
 	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
 	_ "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"
+	_ "github.com/karmanmq/karman/cmd/karman/internal/frontends/grpc"
 	"github.com/karmanmq/karman/cmd/karman/internal/serve"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/broker"
@@ -56,17 +58,47 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(os.Getenv(offsetDirEnv))
+	removeBuiltBinary()
 	os.Exit(code)
 }
 
-// karman is one in-process "karman serve": name server and broker on
-// loopback ports chosen at run time.
+// karman is one "karman serve" (in-process, or the binary): name server,
+// broker and gRPC endpoint on loopback ports chosen at run time.
 type karman struct {
 	t       *testing.T
 	namesrv string // name server address
 	broker  string // broker address
+	grpc    string // gRPC endpoint address
 	admin   *peer.Peer
 }
+
+// readAnnouncements reads serve's start-up lines up to "karman: ready" and
+// records the addresses it announced. It reports whether every address
+// the tests use was announced.
+func (k *karman) readAnnouncements(r io.Reader) bool {
+	lines := bufio.NewScanner(r)
+	for lines.Scan() {
+		line := lines.Text()
+		if a, ok := strings.CutPrefix(line, "karman: namesrv listening on "); ok {
+			k.namesrv = a
+		}
+		if a, ok := strings.CutPrefix(line, "karman: broker listening on "); ok {
+			k.broker = a
+		}
+		if a, ok := strings.CutPrefix(line, "karman: grpc listening on "); ok {
+			k.grpc = a
+		}
+		if line == "karman: ready" {
+			break
+		}
+	}
+	return k.namesrv != "" && k.broker != "" && k.grpc != ""
+}
+
+// listenArgs are the serve flags that put every listener on a loopback
+// port chosen at run time.
+var listenArgs = []string{"--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0",
+	"--broker-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}
 
 // startKarman runs serve with a fresh data directory until the test ends.
 func startKarman(t *testing.T, args ...string) *karman {
@@ -75,8 +107,7 @@ func startKarman(t *testing.T, args ...string) *karman {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fronts := frontend.Default.All()
 	cfg.Bind(fs, fronts)
-	args = append([]string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "127.0.0.1:0",
-		"--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--log-level", "warn"}, args...)
+	args = slices.Concat([]string{"--data", t.TempDir(), "--segment-size", "64MiB", "--log-level", "warn"}, listenArgs, args)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -90,19 +121,7 @@ func startKarman(t *testing.T, args ...string) *karman {
 		pw.Close()
 	}()
 	k := &karman{t: t}
-	lines := bufio.NewScanner(pr)
-	for lines.Scan() {
-		line := lines.Text()
-		if a, ok := strings.CutPrefix(line, "karman: namesrv listening on "); ok {
-			k.namesrv = a
-		}
-		if a, ok := strings.CutPrefix(line, "karman: broker listening on "); ok {
-			k.broker = a
-		}
-		if line == "karman: ready" {
-			break
-		}
-	}
+	started := k.readAnnouncements(pr)
 	go io.Copy(io.Discard, pr)
 	t.Cleanup(func() {
 		cancel()
@@ -115,7 +134,7 @@ func startKarman(t *testing.T, args ...string) *karman {
 			t.Error("serve did not stop")
 		}
 	})
-	if k.namesrv == "" || k.broker == "" {
+	if !started {
 		cancel()
 		t.Fatalf("serve did not start: %v", <-done)
 	}
