@@ -148,7 +148,7 @@ func testGRPCProducer(t *testing.T, k *karman) {
 		})
 	}
 	out = append(out,
-		outMessage{Body: "bare"}, // no tag, keys or properties
+		outMessage{Body: "bare"},                                   // no tag, keys or properties
 		outMessage{Body: "large-", Repeat: 40 << 10, Tag: "large"}, // 240 KiB
 	)
 	sent := k.nodeSend(topic, out)
