@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 )
 
@@ -15,6 +16,7 @@ var (
 	errClientIDRequired = errors.New("the x-mq-client-id header is required")
 	errUnknownClient    = errors.New("client has not declared its settings on the telemetry stream")
 	errNotImplemented   = errors.New("not implemented")
+	errUnsupported      = errors.New("not supported")
 	errIllegalTopic     = errors.New("illegal topic")
 	errIllegalGroup     = errors.New("illegal consumer group")
 	errIllegalTag       = errors.New("illegal message tag")
@@ -43,6 +45,8 @@ var (
 //   - A closed engine is INTERNAL_ERROR, which simple consumers retry.
 //   - A message refused for its type is MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
 //     which producers do not retry.
+//   - A recall of a message no longer waiting for delivery is NOT_FOUND;
+//     MESSAGE_NOT_FOUND would read as success to clients.
 var statusCodes = []struct {
 	err  error
 	code rmqpb.Code
@@ -50,6 +54,7 @@ var statusCodes = []struct {
 	{errClientIDRequired, rmqpb.Code_CLIENT_ID_REQUIRED},
 	{errUnknownClient, rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE},
 	{errNotImplemented, rmqpb.Code_NOT_IMPLEMENTED},
+	{errUnsupported, rmqpb.Code_UNSUPPORTED},
 	{errIllegalTopic, rmqpb.Code_ILLEGAL_TOPIC},
 	{errIllegalGroup, rmqpb.Code_ILLEGAL_CONSUMER_GROUP},
 	{errIllegalTag, rmqpb.Code_ILLEGAL_MESSAGE_TAG},
@@ -65,6 +70,22 @@ var statusCodes = []struct {
 	{errBodyTooLarge, rmqpb.Code_MESSAGE_BODY_TOO_LARGE},
 	{errTooManyRequests, rmqpb.Code_TOO_MANY_REQUESTS},
 	{errBadRequest, rmqpb.Code_BAD_REQUEST},
+
+	{convert.ErrMissingField, rmqpb.Code_BAD_REQUEST},
+	{convert.ErrIllegalTopic, rmqpb.Code_ILLEGAL_TOPIC},
+	{convert.ErrIllegalMessageID, rmqpb.Code_ILLEGAL_MESSAGE_ID},
+	{convert.ErrIllegalTag, rmqpb.Code_ILLEGAL_MESSAGE_TAG},
+	{convert.ErrIllegalKey, rmqpb.Code_ILLEGAL_MESSAGE_KEY},
+	{convert.ErrIllegalGroup, rmqpb.Code_ILLEGAL_MESSAGE_GROUP},
+	{convert.ErrIllegalPropertyKey, rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY},
+	{convert.ErrIllegalProperty, rmqpb.Code_BAD_REQUEST},
+	{convert.ErrIllegalDelivery, rmqpb.Code_ILLEGAL_DELIVERY_TIME},
+	{convert.ErrEmptyBody, rmqpb.Code_MESSAGE_BODY_EMPTY},
+	{convert.ErrBodyTooLarge, rmqpb.Code_MESSAGE_BODY_TOO_LARGE},
+	{convert.ErrCorruptedBody, rmqpb.Code_MESSAGE_CORRUPTED},
+	{convert.ErrPropertiesTooLarge, rmqpb.Code_MESSAGE_PROPERTIES_TOO_LARGE},
+	{convert.ErrTypeConflict, rmqpb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE},
+	{convert.ErrUnsupportedType, rmqpb.Code_UNSUPPORTED},
 
 	{engine.ErrClosed, rmqpb.Code_INTERNAL_ERROR},
 	{engine.ErrTopicNotFound, rmqpb.Code_TOPIC_NOT_FOUND},
@@ -85,6 +106,7 @@ var statusCodes = []struct {
 	{engine.ErrTransactionNotFound, rmqpb.Code_INVALID_TRANSACTION_ID},
 	{engine.ErrTransactionResolved, rmqpb.Code_INVALID_TRANSACTION_ID},
 	{engine.ErrTransactionGroup, rmqpb.Code_INVALID_TRANSACTION_ID},
+	{engine.ErrNotRecallable, rmqpb.Code_NOT_FOUND},
 	{engine.ErrOffsetOutOfRange, rmqpb.Code_ILLEGAL_OFFSET},
 	{engine.ErrMessageNotFound, rmqpb.Code_MESSAGE_NOT_FOUND},
 	{engine.ErrInvalidMessage, rmqpb.Code_BAD_REQUEST},

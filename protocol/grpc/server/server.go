@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/registry"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"github.com/karmanmq/karman/protocol/grpc/session"
 	"google.golang.org/grpc"
@@ -34,6 +36,22 @@ type Options struct {
 	// MaxBodySize is the largest message body accepted, told to producers
 	// in their settings. Default 4 MiB.
 	MaxBodySize int
+	// AutoCreateTopics creates an unknown topic when a client asks for its
+	// route, as the engine creates one on its first send (set it to the
+	// engine's Options.AutoCreateTopics). Default false: TOPIC_NOT_FOUND.
+	AutoCreateTopics bool
+	// AutoCreateGroups creates an unknown consumer group when a consumer
+	// declares it in its settings (set it to the engine's
+	// Options.AutoCreateGroups). Default false: CONSUMER_GROUP_NOT_FOUND.
+	AutoCreateGroups bool
+	// DefaultQueues is the queue count of topics created for routes.
+	// Default engine.DefaultQueueCount.
+	DefaultQueues int32
+	// ClientExpiry is how long a client may stay silent (no request, no
+	// telemetry message) before the server forgets it: its session, its
+	// telemetry stream and its registry membership. Default
+	// registry.DefaultExpiry.
+	ClientExpiry time.Duration
 	// Logger receives the server's log records. Default: discarded.
 	Logger *slog.Logger
 }
@@ -44,6 +62,12 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.MaxBodySize <= 0 {
 		o.MaxBodySize = 4 << 20
+	}
+	if o.DefaultQueues <= 0 {
+		o.DefaultQueues = engine.DefaultQueueCount
+	}
+	if o.ClientExpiry <= 0 {
+		o.ClientExpiry = registry.DefaultExpiry
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -21,7 +21,8 @@ const outboxSize = 64
 
 // Session is one client.
 type Session struct {
-	id string
+	id   string
+	gone chan struct{} // closed when the table drops the session
 
 	mu       sync.Mutex
 	remote   string
@@ -59,6 +60,16 @@ func (s *Session) SetSettings(st *rmqpb.Settings) {
 	s.settings = c
 	s.mu.Unlock()
 }
+
+// Gone is closed once the session is dropped from its table: the client
+// terminated or expired. Work done on the client's behalf (receipt
+// renewal, its telemetry stream) stops then; a later request from the
+// same client starts a new session.
+func (s *Session) Gone() <-chan struct{} { return s.gone }
+
+// Seen records that the client is alive without a new request, such as a
+// message on its telemetry stream.
+func (s *Session) Seen() { s.touch("", time.Now()) }
 
 // touch records a request from remote.
 func (s *Session) touch(remote string, now time.Time) {
@@ -158,7 +169,7 @@ func (t *Table) Touch(id, remote string) *Session {
 	t.mu.Lock()
 	s, ok := t.m[id]
 	if !ok {
-		s = &Session{id: id}
+		s = &Session{id: id, gone: make(chan struct{})}
 		t.m[id] = s
 	}
 	t.mu.Unlock()
@@ -174,21 +185,48 @@ func (t *Table) Lookup(id string) (*Session, bool) {
 	return s, ok
 }
 
-// Remove forgets client id and closes its telemetry stream.
-func (t *Table) Remove(id string) {
+// Remove forgets client id, closes its telemetry stream and its Gone
+// channel, and returns the session it dropped.
+func (t *Table) Remove(id string) (*Session, bool) {
 	t.mu.Lock()
 	s, ok := t.m[id]
 	delete(t.m, id)
 	t.mu.Unlock()
 	if ok {
-		s.mu.Lock()
-		st := s.stream
-		s.stream = nil
-		s.mu.Unlock()
-		if st != nil {
-			st.close()
+		s.drop()
+	}
+	return s, ok
+}
+
+// Expire drops the sessions that made no request and sent no telemetry
+// message since before, as Remove does, and returns them.
+func (t *Table) Expire(before time.Time) []*Session {
+	var out []*Session
+	t.mu.Lock()
+	for id, s := range t.m {
+		if s.LastSeen().Before(before) {
+			delete(t.m, id)
+			out = append(out, s)
 		}
 	}
+	t.mu.Unlock()
+	for _, s := range out {
+		s.drop()
+	}
+	return out
+}
+
+// drop closes the stream and the Gone channel of a session just removed
+// from its table (which happens once).
+func (s *Session) drop() {
+	s.mu.Lock()
+	st := s.stream
+	s.stream = nil
+	s.mu.Unlock()
+	if st != nil {
+		st.close()
+	}
+	close(s.gone)
 }
 
 // Idle returns the sessions with no telemetry stream that made no request

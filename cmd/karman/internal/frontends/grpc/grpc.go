@@ -61,7 +61,13 @@ func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) err
 			return nil, err
 		}
 	}
-	srv, err := server.New(h.Engine, server.Options{Endpoint: endpoint, Logger: h.Logger})
+	srv, err := server.New(h.Engine, server.Options{
+		Endpoint:         endpoint,
+		Logger:           h.Logger,
+		AutoCreateTopics: h.EngineOptions.AutoCreateTopics,
+		AutoCreateGroups: h.EngineOptions.AutoCreateGroups,
+		DefaultQueues:    h.EngineOptions.DefaultQueues,
+	})
 	if err != nil {
 		return nil, err
 	}
