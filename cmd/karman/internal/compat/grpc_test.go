@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/remoting/broker"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
@@ -161,4 +163,394 @@ func testGRPCProducer(t *testing.T, k *karman) {
 	if resp.ResponseCode() != wire.Success || bytes.Count(resp.Body, []byte("normal-")) != 24 {
 		t.Errorf("query by key: %s %s, %d messages", resp.ResponseCode(), resp.Remark, bytes.Count(resp.Body, []byte("normal-")))
 	}
+}
+
+// shortRetries is a retry policy of 50 ms back-offs, so that redeliveries
+// after a failure keep the tests fast.
+var shortRetries = &broker.GroupRetryPolicy{Type: broker.RetryPolicyCustomized,
+	CustomizedRetryPolicy: &broker.CustomizedRetryPolicy{Next: []int64{50, 50, 50}}}
+
+// deliveriesOf groups deliveries by body, keeping their order.
+func deliveriesOf(ms []nodeMessage) map[string][]nodeMessage {
+	out := map[string][]nodeMessage{}
+	for _, m := range ms {
+		out[m.Body] = append(out[m.Body], m)
+	}
+	return out
+}
+
+func attemptsOf(ms []nodeMessage) []int {
+	var out []int
+	for _, m := range ms {
+		out = append(out, m.Attempt)
+	}
+	return out
+}
+
+// checkDeadLetter fails the test unless the group's dead-letter topic
+// holds exactly the message of id with body, from topic.
+func checkDeadLetter(t *testing.T, k *karman, group, topic, body, id string) {
+	t.Helper()
+	dead := k.drainQueue(message.DLQTopic(group), 1)
+	m := dead[0]
+	if string(m.Body) != body || m.UniqKey() != id || m.Properties[message.PropertyDLQOriginTopic] != topic {
+		t.Errorf("%s holds %q (id %s, from %s), want %q (id %s, from %s)", message.DLQTopic(group),
+			m.Body, m.UniqKey(), m.Properties[message.PropertyDLQOriginTopic], body, id, topic)
+	}
+	if len(dead) != 1 {
+		t.Errorf("%s holds %d messages, want 1", message.DLQTopic(group), len(dead))
+	}
+}
+
+// TestGRPCSimpleConsumer: receive, ack, changeInvisibleDuration (shorter
+// and longer), redelivery after the invisible time with a growing
+// delivery attempt, and the dead-letter topic after max attempts.
+func TestGRPCSimpleConsumer(t *testing.T) {
+	k := startKarman(t)
+	const topic, group = "GrpcLifecycle", "grpc-lifecycle"
+	const invisible, change, maxAttempts = 1000, 200, 3
+	k.createTypedTopic(topic, 1, "NORMAL")
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: maxAttempts - 1})
+	var res struct {
+		Sent       []sentMessage `json:"sent"`
+		Deliveries []nodeMessage `json:"deliveries"`
+		StaleAck   string        `json:"staleAck"`
+		ExtendAck  string        `json:"extendAck"`
+	}
+	k.node("lifecycle", map[string]any{"topic": topic, "group": group, "invisibleMs": invisible,
+		"changeMs": change, "extendMs": 4 * invisible, "maxAttempts": maxAttempts}, &res)
+	ids := map[string]string{}
+	for _, s := range res.Sent {
+		ids[s.Body] = s.ID
+	}
+	got := deliveriesOf(res.Deliveries)
+	for body, ms := range got {
+		for _, m := range ms {
+			if m.ID != ids[body] || m.Tag != "lifecycle" || m.Corrupted {
+				t.Errorf("%s (id %s) delivered as %v", body, ids[body], m)
+			}
+		}
+	}
+	if a := attemptsOf(got["ack-me"]); !slices.Equal(a, []int{1}) {
+		t.Errorf("acknowledged message delivered with attempts %v, want [1]", a)
+	}
+	if a := attemptsOf(got["change-me"]); !slices.Equal(a, []int{1, 2}) {
+		t.Errorf("message whose invisible time was cut delivered with attempts %v, want [1 2]", a)
+	} else if d := got["change-me"][1].ReceivedAt - got["change-me"][0].ReceivedAt; d < change-10 {
+		t.Errorf("message whose invisible time was cut to %d ms came back after %d ms", change, d)
+	}
+	t.Logf("ack with the receipt handle replaced by ChangeInvisibleDuration: %s", res.StaleAck)
+	if a := attemptsOf(got["extend-me"]); !slices.Equal(a, []int{1}) {
+		t.Errorf("message whose invisible time was extended delivered with attempts %v, want [1]", a)
+	}
+	if res.ExtendAck != "ok" {
+		t.Errorf("ack with the handle ChangeInvisibleDuration returned: %s", res.ExtendAck)
+	}
+	expired := got["expire-me"]
+	if a := attemptsOf(expired); !slices.Equal(a, []int{1, 2, 3}) {
+		t.Errorf("unacknowledged message delivered with attempts %v, want [1 2 3]", a)
+	}
+	for i := 1; i < len(expired); i++ {
+		if d := expired[i].ReceivedAt - expired[i-1].ReceivedAt; d < invisible-10 {
+			t.Errorf("attempt %d came %d ms after the previous one, within its %d ms invisible time", expired[i].Attempt, d, invisible)
+		}
+	}
+	checkDeadLetter(t, k, group, topic, "expire-me", ids["expire-me"])
+}
+
+// TestGRPCPushConsumer: a concurrent push consumer gets every message
+// once; one its listener fails comes back with the next delivery attempt.
+func TestGRPCPushConsumer(t *testing.T) {
+	testGRPCPushConsumer(t, startKarman(t))
+}
+
+func testGRPCPushConsumer(t *testing.T, k *karman) {
+	const topic, group, n = "GrpcPush", "grpc-push", 40
+	k.createTypedTopic(topic, 4, "NORMAL")
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: 16, GroupRetryPolicy: shortRetries})
+	var out []outMessage
+	for i := range n {
+		out = append(out, outMessage{Body: "push-" + strconv.Itoa(i), Tag: "push", Keys: []string{"push-key-" + strconv.Itoa(i)}})
+	}
+	out = append(out, outMessage{Body: "fail-once", Tag: "push"})
+	sent := k.nodeSend(topic, out)
+	var res struct {
+		Deliveries []nodeMessage `json:"deliveries"`
+	}
+	k.node("push", map[string]any{"topic": topic, "group": group, "count": len(out), "failOnce": []string{"fail-once"}}, &res)
+	got := deliveriesOf(res.Deliveries)
+	for i, m := range out {
+		ds := got[m.Body]
+		want := []int{1}
+		if m.Body == "fail-once" {
+			want = []int{1, 2}
+		}
+		if a := attemptsOf(ds); !slices.Equal(a, want) {
+			t.Errorf("%s delivered with attempts %v, want %v", m.Body, a, want)
+			continue
+		}
+		for _, d := range ds {
+			if d.ID != sent[i].ID || d.Tag != m.Tag || !slices.Equal(d.Keys, m.Keys) || d.Corrupted {
+				t.Errorf("%s (id %s) delivered as %v", m.Body, sent[i].ID, d)
+			}
+		}
+	}
+	if len(got) != len(out) {
+		t.Errorf("%d distinct messages delivered, want %d", len(got), len(out))
+	}
+}
+
+// TestGRPCFIFO: FIFO messages of several message groups reach a FIFO push
+// consumer in send order per group; a message its listener always fails
+// is retried by the client up to the group's max attempts, then forwarded
+// to the dead-letter topic, and its group goes on after it.
+func TestGRPCFIFO(t *testing.T) {
+	k := startKarman(t)
+	const topic, group, perGroup, maxAttempts = "GrpcFifo", "grpc-fifo", 8, 3
+	k.createTypedTopic(topic, 4, "FIFO")
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, ConsumeMessageOrderly: true,
+		RetryMaxTimes: maxAttempts - 1, GroupRetryPolicy: shortRetries})
+	groups := []string{"order-a", "order-b", "order-c", "order-d"}
+	var out []outMessage
+	for i := range perGroup {
+		for _, g := range groups {
+			out = append(out, outMessage{Body: g + "-" + strconv.Itoa(i), Group: g, Tag: "fifo"})
+		}
+	}
+	const poisoned = "order-p"
+	out = append(out,
+		outMessage{Body: poisoned + "-0", Group: poisoned, Tag: "fifo"},
+		outMessage{Body: "poison", Group: poisoned, Tag: "fifo"},
+		outMessage{Body: poisoned + "-2", Group: poisoned, Tag: "fifo"},
+	)
+	sent := k.nodeSend(topic, out)
+	var res struct {
+		Deliveries []nodeMessage `json:"deliveries"`
+	}
+	k.node("push", map[string]any{"topic": topic, "group": group, "count": len(out) - 1,
+		"poison": []string{"poison"}, "poisonAttempts": maxAttempts}, &res)
+
+	// Per message group: the deliveries, with each message's repeated
+	// deliveries collapsed, are the send order, and each message but the
+	// poison is consumed exactly once.
+	wantOrder := map[string][]string{}
+	for _, m := range out {
+		wantOrder[m.Group] = append(wantOrder[m.Group], m.Body)
+	}
+	gotOrder := map[string][]string{}
+	for _, d := range res.Deliveries {
+		seq := gotOrder[d.Group]
+		if len(seq) == 0 || seq[len(seq)-1] != d.Body {
+			gotOrder[d.Group] = append(seq, d.Body)
+		}
+	}
+	for g, want := range wantOrder {
+		if !slices.Equal(gotOrder[g], want) {
+			t.Errorf("message group %s consumed in order %v, want %v", g, gotOrder[g], want)
+		}
+	}
+	got := deliveriesOf(res.Deliveries)
+	for i, m := range out {
+		want := []int{1}
+		if m.Body == "poison" {
+			want = []int{1, 2, 3}
+		}
+		if a := attemptsOf(got[m.Body]); !slices.Equal(a, want) {
+			t.Errorf("%s delivered with attempts %v, want %v", m.Body, a, want)
+		}
+		for _, d := range got[m.Body] {
+			if d.ID != sent[i].ID || d.Group != m.Group || d.Corrupted {
+				t.Errorf("%s (id %s, group %s) delivered as %v", m.Body, sent[i].ID, m.Group, d)
+			}
+		}
+	}
+	checkDeadLetter(t, k, group, topic, "poison", sent[len(sent)-2].ID)
+}
+
+// TestGRPCDelay: delayed messages arrive no earlier than their delivery
+// time (and not much later); a recalled one never arrives.
+func TestGRPCDelay(t *testing.T) {
+	k := startKarman(t)
+	const topic, group = "GrpcDelay", "grpc-delay"
+	k.createTypedTopic(topic, 1, "DELAY")
+	var res struct {
+		Sent     []sentMessage `json:"sent"`
+		Recall   string        `json:"recall"`
+		Received []nodeMessage `json:"received"`
+	}
+	k.node("delay", map[string]any{"topic": topic, "group": group, "delays": []int{1000, 2500}, "recallMs": 1500}, &res)
+	got := deliveriesOf(res.Received)
+	for _, s := range res.Sent {
+		ms := got[s.Body]
+		if s.Body == "recall-me" {
+			if len(ms) != 0 {
+				t.Errorf("the recalled message was delivered %d times", len(ms))
+			}
+			continue
+		}
+		if len(ms) != 1 {
+			t.Errorf("%s delivered %d times, want once", s.Body, len(ms))
+			continue
+		}
+		m := ms[0]
+		if m.ID != s.ID || m.DeliverAt != s.DeliverAt || m.Corrupted {
+			t.Errorf("%s (id %s, delivery time %d) received as %v, delivery time %d", s.Body, s.ID, s.DeliverAt, m, m.DeliverAt)
+		}
+		if early := s.DeliverAt - m.ReceivedAt; early > 0 {
+			t.Errorf("%s arrived %d ms before its delivery time", s.Body, early)
+		}
+		if late := m.ReceivedAt - s.DeliverAt; late > 2000 {
+			t.Errorf("%s arrived %d ms after its delivery time", s.Body, late)
+		}
+	}
+	if res.Recall != "ok" {
+		t.Errorf("recall: %s", res.Recall)
+	}
+}
+
+// TestGRPCTransactions: commit and rollback, and orphaned transactions
+// the producer leaves open until the server's checks resolve them.
+func TestGRPCTransactions(t *testing.T) {
+	k := startKarman(t, "--transaction-timeout", "500ms", "--transaction-check-interval", "500ms")
+	const topic, group = "GrpcTransactions", "grpc-transactions"
+	k.createTypedTopic(topic, 1, "TRANSACTION")
+	var res struct {
+		Sent   []sentMessage `json:"sent"`
+		Checks []struct {
+			nodeMessage
+			Answer string `json:"answer"`
+		} `json:"checks"`
+		Ends []struct {
+			ID         string `json:"id"`
+			Resolution string `json:"resolution"`
+			Source     string `json:"source"`
+		} `json:"ends"`
+		Received []nodeMessage `json:"received"`
+	}
+	k.node("transaction", map[string]any{"topic": topic, "group": group}, &res)
+	byID := map[string]string{}
+	for _, s := range res.Sent {
+		byID[s.ID] = s.Body
+	}
+
+	// What the consumer got: the committed messages, once each, intact.
+	got := deliveriesOf(res.Received)
+	for _, s := range res.Sent {
+		want := 0
+		if s.Body == "commit" || s.Body == "orphan-commit" || s.Body == "last" {
+			want = 1
+		}
+		if len(got[s.Body]) != want {
+			t.Errorf("%s delivered %d times, want %d", s.Body, len(got[s.Body]), want)
+			continue
+		}
+		for _, m := range got[s.Body] {
+			if m.ID != s.ID || m.Tag != "txn" || !slices.Equal(m.Keys, []string{"key-" + s.Body}) ||
+				!maps.Equal(m.Properties, map[string]string{"kind": s.Body}) || m.Corrupted {
+				t.Errorf("%s (id %s) delivered as %v", s.Body, s.ID, m)
+			}
+		}
+	}
+
+	// The checks: only the orphans, carrying the half message; first
+	// unanswered, then resolved.
+	answers := map[string][]string{}
+	for _, c := range res.Checks {
+		answers[c.Body] = append(answers[c.Body], c.Answer)
+		if byID[c.ID] != c.Body || c.Tag != "txn" || !slices.Equal(c.Keys, []string{"key-" + c.Body}) ||
+			!maps.Equal(c.Properties, map[string]string{"kind": c.Body}) || c.Corrupted {
+			t.Errorf("check for %s carried %v", byID[c.ID], c.nodeMessage)
+		}
+	}
+	for body, resolution := range map[string]string{"orphan-commit": "COMMIT", "orphan-rollback": "ROLLBACK"} {
+		a := answers[body]
+		if len(a) < 2 || a[0] != "TRANSACTION_RESOLUTION_UNSPECIFIED" || a[len(a)-1] != resolution {
+			t.Errorf("%s checked with answers %v, want no answer then %s", body, a, resolution)
+		}
+		delete(answers, body)
+	}
+	if len(answers) != 0 {
+		t.Errorf("transactions that were ended at once were checked: %v", answers)
+	}
+
+	// The EndTransaction calls the client made, from itself and from checks.
+	ends := map[string]string{}
+	for _, e := range res.Ends {
+		ends[byID[e.ID]] += e.Resolution + "/" + e.Source + " "
+	}
+	wantEnds := map[string]string{
+		"commit": "COMMIT/SOURCE_CLIENT ", "rollback": "ROLLBACK/SOURCE_CLIENT ", "last": "COMMIT/SOURCE_CLIENT ",
+		"orphan-commit": "COMMIT/SOURCE_SERVER_CHECK ", "orphan-rollback": "ROLLBACK/SOURCE_SERVER_CHECK ",
+	}
+	if !maps.Equal(ends, wantEnds) {
+		t.Errorf("transactions ended as %v, want %v", ends, wantEnds)
+	}
+}
+
+// TestGRPCFilters: a tag and a SQL92 subscription each receive exactly
+// their subset of a topic's messages.
+func TestGRPCFilters(t *testing.T) {
+	k := startKarman(t)
+	const topic, n = "GrpcFilters", 300
+	k.createTypedTopic(topic, 1, "NORMAL")
+	tags := []string{"red", "green", "blue", "white"}
+	regions := []string{"eu", "us", "ap"}
+	const sql = "(price >= 90 AND region IN ('eu', 'ap') AND TAGS <> 'blue') OR flagged = 'true'"
+	wantTag, wantSQL := map[string]bool{}, map[string]bool{}
+	var out []outMessage
+	for i := range n {
+		tag, price, region := tags[i%4], i%100, regions[i%3]
+		m := outMessage{Body: "m-" + strconv.Itoa(i), Tag: tag,
+			Properties: map[string]string{"price": strconv.Itoa(price), "region": region}}
+		if i%97 == 0 {
+			m.Properties["flagged"] = "true"
+		}
+		if tag == "red" || tag == "white" {
+			wantTag[m.Body] = true
+		}
+		if price >= 90 && region != "us" && tag != "blue" || i%97 == 0 {
+			wantSQL[m.Body] = true
+		}
+		out = append(out, m)
+	}
+	// The last message matches both; the topic has one queue, so once it
+	// arrived every earlier message was delivered or filtered out.
+	out = append(out, outMessage{Body: "last", Tag: "red", Properties: map[string]string{"flagged": "true"}})
+	wantTag["last"], wantSQL["last"] = true, true
+	k.nodeSend(topic, out)
+
+	byTag := k.startNode("simple", map[string]any{"topic": topic, "group": "grpc-filter-tag", "expression": "red || white", "until": "last"})
+	bySQL := k.startNode("simple", map[string]any{"topic": topic, "group": "grpc-filter-sql", "expression": sql, "sql": true, "until": "last"})
+	for name, c := range map[string]struct {
+		script *nodeScript
+		want   map[string]bool
+	}{"tag": {byTag, wantTag}, "SQL92": {bySQL, wantSQL}} {
+		var res struct {
+			Received []nodeMessage `json:"received"`
+		}
+		c.script.wait(&res)
+		got := deliveriesOf(res.Received)
+		for body, ms := range got {
+			if !c.want[body] {
+				t.Errorf("%s subscription received %s, which does not match", name, body)
+			} else if len(ms) != 1 {
+				t.Errorf("%s subscription received %s %d times", name, body, len(ms))
+			}
+		}
+		for body := range c.want {
+			if len(got[body]) == 0 {
+				t.Errorf("%s subscription missed %s", name, body)
+			}
+		}
+	}
+}
+
+// TestGRPCBinary: the producer and push consumer scenarios against the
+// karman binary, which then stops cleanly (and, built with the race
+// detector, reports no race).
+func TestGRPCBinary(t *testing.T) {
+	k := startBinary(t)
+	testGRPCProducer(t, k.karman)
+	testGRPCPushConsumer(t, k.karman)
+	k.stop()
 }

@@ -96,9 +96,18 @@ class Inbox {
   }
 }
 
+// short truncates long strings of JSON.stringify.
+function short(_key, value) {
+  return typeof value === 'string' && value.length > 200 ? `${value.slice(0, 200)}...` : value;
+}
+
 function summary(items) {
   return JSON.stringify(items.map(i => (i.body !== undefined ? `${i.body}#${i.attempt ?? ''}` : i)));
 }
+
+// progress is what a scenario has seen so far; it is printed to standard
+// error if the scenario runs out of time.
+const progress = {};
 
 // run parses the arguments, runs main(endpoint, params) and prints what
 // it returns as one JSON line. params.deadlineMs (default 60 s) bounds the
@@ -108,7 +117,7 @@ function run(main) {
   assert(endpoint, 'usage: node <scenario>.js <endpoint> [<JSON parameters>]');
   const params = raw ? JSON.parse(raw) : {};
   const deadline = setTimeout(() => {
-    process.stderr.write(`scenario deadline of ${params.deadlineMs ?? 60000} ms passed\n`);
+    process.stderr.write(`scenario deadline of ${params.deadlineMs ?? 60000} ms passed; progress: ${JSON.stringify(progress, short)}\n`);
     process.exit(3);
   }, params.deadlineMs ?? 60000);
   deadline.unref();
@@ -123,4 +132,4 @@ function run(main) {
   });
 }
 
-module.exports = { assert, logger, clientOptions, filter, view, Inbox, run };
+module.exports = { assert, logger, clientOptions, filter, view, Inbox, progress, run };

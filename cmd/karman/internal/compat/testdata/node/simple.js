@@ -13,7 +13,7 @@
 // Result: {received: [view]}, every delivery in arrival order.
 
 const { SimpleConsumer } = require('rocketmq-client-nodejs');
-const { assert, clientOptions, filter, view, run } = require('./lib');
+const { assert, clientOptions, filter, view, progress, run } = require('./lib');
 
 run(async (endpoint, p) => {
   assert(p.topic && p.group, 'topic and group are required');
@@ -24,7 +24,7 @@ run(async (endpoint, p) => {
     awaitDuration: 2000,
   }));
   await consumer.startup();
-  const received = [];
+  const received = progress.received = [];
   const bodies = new Set();
   const done = () => (p.until !== undefined ? bodies.has(p.until) : bodies.size >= p.count);
   while (!done()) {

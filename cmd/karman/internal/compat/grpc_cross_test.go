@@ -1,0 +1,140 @@
+//go:build !race && unix
+
+package compat
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/karmanmq/karman/engine/message"
+)
+
+// TestGRPCToRemoting: messages a Node producer sends over gRPC reach a Go
+// push consumer over remoting with id, body, tag, keys, message group and
+// properties intact.
+func TestGRPCToRemoting(t *testing.T) {
+	k := startKarman(t)
+	const topic = "GrpcToRemoting"
+	k.createTopic(topic, 2)
+	var out []outMessage
+	for i := range 10 {
+		out = append(out, outMessage{
+			Body:       "to-remoting-" + strconv.Itoa(i),
+			Tag:        "from-grpc",
+			Keys:       []string{"key-" + strconv.Itoa(i), "cross"},
+			Properties: map[string]string{"index": strconv.Itoa(i), "origin": "node"},
+		})
+	}
+	out = append(out,
+		outMessage{Body: "bare"},
+		outMessage{Body: "ordered", Tag: "from-grpc", Group: "order-1"},
+		outMessage{Body: "large-", Repeat: 2 << 10, Tag: "from-grpc"}, // 12 KiB
+	)
+	sent := k.nodeSend(topic, out)
+
+	got := newReceived()
+	k.pushConsumer("grpc-to-remoting", topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess
+	})
+	got.waitFor(t, "every message", time.Minute, func() bool { return got.distinct() == len(out) })
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	byBody := map[string]*primitive.MessageExt{}
+	for _, m := range got.msgs {
+		byBody[string(m.Body)] = m
+	}
+	for i, w := range out {
+		m := byBody[w.body()]
+		if n := got.bySeq[w.body()]; n != 1 {
+			t.Errorf("%.40s delivered %d times", w.body(), n)
+		}
+		if m == nil {
+			continue
+		}
+		props := map[string]string{}
+		for key := range w.Properties {
+			props[key] = m.GetProperty(key)
+		}
+		if m.MsgId != sent[i].ID || m.Topic != topic || m.GetTags() != w.Tag || m.GetKeys() != strings.Join(w.Keys, " ") ||
+			m.GetProperty(message.PropertyShardingKey) != w.Group || !maps.Equal(props, w.Properties) ||
+			m.ReconsumeTimes != 0 || m.BornTimestamp == 0 {
+			t.Errorf("sent %.40s as id %s tag %q keys %q group %q properties %v;\nreceived id %s on %s tag %q keys %q properties %v",
+				w.body(), sent[i].ID, w.Tag, w.Keys, w.Group, w.Properties, m.MsgId, m.Topic, m.GetTags(), m.GetKeys(), m.GetProperties())
+		}
+	}
+}
+
+// TestRemotingToGRPC: messages a Go producer sends over remoting (single,
+// batched, and a body large enough for the Go client to compress) reach a
+// Node simple consumer over gRPC with id, body, tag, keys and user
+// properties intact, and no broker-internal property.
+func TestRemotingToGRPC(t *testing.T) {
+	k := startKarman(t)
+	const topic = "RemotingToGrpc"
+	k.createTopic(topic, 2)
+	p := k.producer()
+	var want []outMessage
+	var ids []string
+	newMessage := func(w outMessage) *primitive.Message {
+		m := primitive.NewMessage(topic, []byte(w.body()))
+		if w.Tag != "" {
+			m.WithTag(w.Tag)
+		}
+		if len(w.Keys) > 0 {
+			m.WithKeys(w.Keys)
+		}
+		for key, value := range w.Properties {
+			m.WithProperty(key, value)
+		}
+		want = append(want, w)
+		return m
+	}
+	for i := range 8 {
+		res := p.send(newMessage(outMessage{
+			Body:       "to-grpc-" + strconv.Itoa(i),
+			Tag:        "from-remoting",
+			Keys:       []string{"key-" + strconv.Itoa(i), "cross"},
+			Properties: map[string]string{"index": strconv.Itoa(i), "origin": "go"},
+		}))
+		ids = append(ids, res.MsgID)
+	}
+	res := p.send(newMessage(outMessage{Body: "bare"}))
+	ids = append(ids, res.MsgID)
+	// Above 4 KiB the Go client sends the body zlib-compressed.
+	res = p.send(newMessage(outMessage{Body: "compressed-", Repeat: 1 << 10, Tag: "from-remoting"}))
+	ids = append(ids, res.MsgID)
+	res = p.send(
+		newMessage(outMessage{Body: "batch-0", Tag: "batched", Properties: map[string]string{"in": "batch"}}),
+		newMessage(outMessage{Body: "batch-1", Tag: "batched", Properties: map[string]string{"in": "batch"}}),
+	)
+	ids = append(ids, strings.Split(res.MsgID, ",")...)
+	if len(ids) != len(want) {
+		t.Fatalf("%d message ids for %d messages: %v", len(ids), len(want), ids)
+	}
+
+	got := k.nodeReceive(map[string]any{"topic": topic, "group": "remoting-to-grpc", "count": len(want)})
+	byBody := deliveriesOf(got)
+	for i, w := range want {
+		ms := byBody[w.body()]
+		if len(ms) != 1 {
+			t.Errorf("%.40s delivered %d times, want once", w.body(), len(ms))
+			continue
+		}
+		m := ms[0]
+		props := w.Properties
+		if props == nil {
+			props = map[string]string{}
+		}
+		if m.ID != ids[i] || m.Topic != topic || m.Tag != w.Tag || !slices.Equal(m.Keys, w.Keys) ||
+			!maps.Equal(m.Properties, props) || m.Attempt != 1 || m.Corrupted || m.BornAt == 0 {
+			t.Errorf("sent %.40s as id %s tag %q keys %q properties %v;\nreceived %v on %s", w.body(), ids[i], w.Tag, w.Keys, props, m, m.Topic)
+		}
+	}
+}
