@@ -52,6 +52,9 @@ type Options struct {
 	// telemetry stream and its registry membership. Default
 	// registry.DefaultExpiry.
 	ClientExpiry time.Duration
+	// Consume tunes message consumption (invisible durations, long
+	// polling, receipt renewal); see ConsumeOptions for the defaults.
+	Consume ConsumeOptions
 	// Logger receives the server's log records. Default: discarded.
 	Logger *slog.Logger
 }
@@ -69,6 +72,7 @@ func (o *Options) ensureDefaults() {
 	if o.ClientExpiry <= 0 {
 		o.ClientExpiry = registry.DefaultExpiry
 	}
+	o.Consume.ensureDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -82,6 +86,7 @@ type Server struct {
 	opts     Options
 	endpoint *rmqpb.Endpoints
 	sessions *session.Table
+	leases   leaseTable // receipts renewed for clients (renew.go)
 	log      *slog.Logger
 
 	ctx     context.Context
