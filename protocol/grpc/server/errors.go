@@ -15,6 +15,7 @@ var (
 	errBadRequest       = errors.New("bad request")
 	errClientIDRequired = errors.New("the x-mq-client-id header is required")
 	errUnknownClient    = errors.New("client has not declared its settings on the telemetry stream")
+	errClientType       = errors.New("unrecognized client type")
 	errNotImplemented   = errors.New("not implemented")
 	errUnsupported      = errors.New("not supported")
 	errIllegalTopic     = errors.New("illegal topic")
@@ -53,6 +54,7 @@ var statusCodes = []struct {
 }{
 	{errClientIDRequired, rmqpb.Code_CLIENT_ID_REQUIRED},
 	{errUnknownClient, rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE},
+	{errClientType, rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE},
 	{errNotImplemented, rmqpb.Code_NOT_IMPLEMENTED},
 	{errUnsupported, rmqpb.Code_UNSUPPORTED},
 	{errIllegalTopic, rmqpb.Code_ILLEGAL_TOPIC},
