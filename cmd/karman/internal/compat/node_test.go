@@ -63,6 +63,14 @@ func setUpNode() error {
 	if n, err := strconv.Atoi(major); err != nil || n < minNodeMajor {
 		return fmt.Errorf("the gRPC compatibility tests need Node.js %d or later, found %s", minNodeMajor, version)
 	}
+	// Reading the scripts makes them inputs of the test for go test's
+	// result cache, so that a changed script runs the tests again.
+	scripts, _ := filepath.Glob(filepath.Join(nodeDir, "*.js"))
+	for _, f := range append(scripts, filepath.Join(nodeDir, "package-lock.json")) {
+		if _, err := os.ReadFile(f); err != nil {
+			return err
+		}
+	}
 	want, err := pinnedClient()
 	if err != nil {
 		return err

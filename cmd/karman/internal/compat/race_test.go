@@ -7,16 +7,33 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	// Linking what the child tests link makes a change to it a change of
+	// this test binary, which go test's result cache sees.
+	_ "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"
+	_ "github.com/karmanmq/karman/cmd/karman/internal/frontends/grpc"
+	_ "github.com/karmanmq/karman/cmd/karman/internal/serve"
 )
 
 // The Go client has data races of its own (in its shutdown and its
 // process queues), so under the race detector the compatibility tests run
 // in a child "go test" built without it, and TestBinary there drives a
 // karman binary built with it: the server is checked for races under the
-// real client's load, the client is not.
+// real client's load, the client is not. The gRPC scenarios of the
+// Node.js client run in the child too, and against the race-built binary
+// in TestGRPCBinary.
 func TestCompatibilityWithoutRaceInClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a second test binary")
+	}
+	// The child's inputs are inputs of this test for go test's result
+	// cache: the package's files and the Node.js scripts.
+	inputs, _ := filepath.Glob("*.go")
+	scripts, _ := filepath.Glob(filepath.Join("testdata", "node", "*.js"))
+	for _, f := range append(append(inputs, scripts...), filepath.Join("testdata", "node", "package-lock.json")) {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	bin := filepath.Join(t.TempDir(), "karman")
 	build := exec.Command("go", "build", "-race", "-o", bin, "../..")
