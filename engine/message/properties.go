@@ -125,6 +125,18 @@ func LookupProperty(b []byte, name string) ([]byte, bool) {
 	return val, found
 }
 
+// NextProperty reads the first piece of the encoded properties string b
+// and returns the rest. ok reports whether the piece is a pair, by the
+// rules of DecodeProperties; name and value alias b. A loop calling it
+// until rest is empty sees every pair in order, so a reader that keeps
+// the last value of a name agrees with LookupProperty. It does not
+// allocate.
+func NextProperty(b []byte) (name, value, rest []byte, ok bool) {
+	piece, rest := nextPiece(b)
+	name, value, ok = splitPair(piece)
+	return name, value, rest, ok
+}
+
 // nextPiece splits b at its first propertySeparator.
 func nextPiece(b []byte) (piece, rest []byte) {
 	i := bytes.IndexByte(b, propertySeparator)
