@@ -1,0 +1,105 @@
+package session
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
+)
+
+func gone(s *Session) bool {
+	select {
+	case <-s.Gone():
+		return true
+	default:
+		return false
+	}
+}
+
+func TestTableTouchRemove(t *testing.T) {
+	tab := NewTable()
+	s := tab.Touch("c1", "10.0.0.1:5000")
+	if again := tab.Touch("c1", ""); again != s || s.RemoteAddr() != "10.0.0.1:5000" {
+		t.Fatalf("second touch: %p %q", again, s.RemoteAddr())
+	}
+	st := s.Attach()
+	removed, ok := tab.Remove("c1")
+	if !ok || removed != s || !gone(s) || s.HasStream() {
+		t.Fatalf("remove: %v %v, gone %v, stream %v", removed, ok, gone(s), s.HasStream())
+	}
+	select {
+	case <-st.Done():
+	default:
+		t.Fatal("stream not closed")
+	}
+	if _, ok := tab.Remove("c1"); ok {
+		t.Fatal("removed twice")
+	}
+	if fresh := tab.Touch("c1", ""); fresh == s || gone(fresh) {
+		t.Fatal("a request after removal reuses the dropped session")
+	}
+}
+
+func TestTableExpire(t *testing.T) {
+	tab := NewTable()
+	old := tab.Touch("old", "")
+	old.Attach() // a stream does not keep a silent client
+	cut := time.Now()
+	time.Sleep(time.Millisecond)
+	fresh := tab.Touch("fresh", "")
+	seen := tab.Touch("seen", "")
+	seen.mu.Lock()
+	seen.seen = cut.Add(-time.Hour)
+	seen.mu.Unlock()
+	seen.Seen()
+
+	got := tab.Expire(cut)
+	if len(got) != 1 || got[0] != old || !gone(old) || old.HasStream() {
+		t.Fatalf("expired %v", got)
+	}
+	if gone(fresh) || gone(seen) {
+		t.Fatal("expired a live session")
+	}
+	if _, ok := tab.Lookup("old"); ok {
+		t.Fatal("expired session still in the table")
+	}
+}
+
+func TestStreamReplaceAndSend(t *testing.T) {
+	tab := NewTable()
+	s := tab.Touch("c1", "")
+	if err := s.Send(&rmqpb.TelemetryCommand{}); !errors.Is(err, ErrNoStream) {
+		t.Fatalf("send without stream: %v", err)
+	}
+	first := s.Attach()
+	second := s.Attach()
+	select {
+	case <-first.Done():
+	default:
+		t.Fatal("replaced stream not closed")
+	}
+	s.Detach(first) // the older stream ending does not detach the newer
+	if !s.HasStream() {
+		t.Fatal("detaching a replaced stream detached the current one")
+	}
+	cmd := &rmqpb.TelemetryCommand{Status: &rmqpb.Status{Code: rmqpb.Code_OK}}
+	if err := s.Send(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-second.Out(); got != cmd {
+		t.Fatalf("got %v", got)
+	}
+	for range outboxSize {
+		if err := s.Send(cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Send(cmd); !errors.Is(err, ErrStreamFull) {
+		t.Fatalf("send to a full stream: %v", err)
+	}
+	s.Detach(second)
+	if s.HasStream() {
+		t.Fatal("detached stream still attached")
+	}
+}
