@@ -7,7 +7,9 @@
 // record after too many checks) carries the half message's commit-log
 // offset in a property, and the dispatcher removes the index entry when it
 // indexes that record. So the index is derived from the log like every
-// other index and survives a crash.
+// other index and survives a crash. A half message resolved by a record
+// of the same index batch is never added: the index holds the half
+// messages that were pending when a batch was committed.
 //
 // Key of one pending half message (big-endian):
 //
@@ -100,7 +102,15 @@ type Checks struct {
 	// but may not be indexed yet, with that record's offset, so a second
 	// decision is refused even before the index catches up.
 	resolving map[int64]int64
+	// appended lists the decisions of resolving whose record offset is
+	// known, in the order they were recorded (about log order), so that
+	// BeginResolve forgets the indexed ones without visiting the rest.
+	appended []decision
+	head     int // appended[:head] are forgotten
 }
+
+// decision is a half message and the offset of the record resolving it.
+type decision struct{ half, rec int64 }
 
 // NewChecks returns an empty Checks.
 func NewChecks() *Checks {
@@ -133,16 +143,35 @@ func (c *Checks) Set(off int64, st Check) {
 func (c *Checks) BeginResolve(off, indexed int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for h, rec := range c.resolving {
-		if rec >= 0 && rec < indexed {
-			delete(c.resolving, h) // indexed: the index now answers
-		}
-	}
+	c.forget(indexed)
 	if _, busy := c.resolving[off]; busy {
 		return false
 	}
 	c.resolving[off] = -1
 	return true
+}
+
+// forget drops the decisions recorded below indexed, oldest first: the
+// index answers for them now. It stops at the first one not indexed yet,
+// so a decision recorded out of log order may be kept a little longer,
+// which only delays forgetting it.
+func (c *Checks) forget(indexed int64) {
+	for c.head < len(c.appended) {
+		d := c.appended[c.head]
+		if d.rec >= indexed {
+			break
+		}
+		if c.resolving[d.half] == d.rec {
+			delete(c.resolving, d.half)
+		}
+		c.head++
+	}
+	if c.head == len(c.appended) {
+		c.appended, c.head = c.appended[:0], 0
+	} else if c.head > 1024 && c.head > len(c.appended)/2 {
+		n := copy(c.appended, c.appended[c.head:])
+		c.appended, c.head = c.appended[:n], 0
+	}
 }
 
 // EndResolve records that the decision for off was appended at rec (or
@@ -155,5 +184,6 @@ func (c *Checks) EndResolve(off, rec int64) {
 		return
 	}
 	c.resolving[off] = rec
+	c.appended = append(c.appended, decision{off, rec})
 	delete(c.m, off)
 }

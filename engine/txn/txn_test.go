@@ -116,13 +116,15 @@ func TestChecksGetSet(t *testing.T) {
 	}
 }
 
+// step is one call of TestResolveClaims.
+type step struct {
+	op       string // "begin" or "end"
+	off      int64
+	arg      int64 // begin: indexed position; end: record offset
+	wantFree bool  // begin: the claim is granted
+}
+
 func TestResolveClaims(t *testing.T) {
-	type step struct {
-		op       string // "begin" or "end"
-		off      int64
-		arg      int64 // begin: indexed position; end: record offset
-		wantFree bool  // begin: the claim is granted
-	}
 	tests := []struct {
 		name  string
 		steps []step
@@ -165,6 +167,15 @@ func TestResolveClaims(t *testing.T) {
 			{"begin", 20, 150, false},
 			{"begin", 30, 1000, false}, // still resolving, no record
 		}},
+		{"decisions recorded out of log order", []step{
+			{"end", 10, 200, false},
+			{"end", 20, 100, false},
+			{"begin", 30, 150, true},
+			{"begin", 20, 150, false}, // kept behind the decision at 200, which is not indexed
+			{"begin", 20, 201, true},
+			{"begin", 10, 201, true},
+		}},
+		{"many decisions forgotten as the index passes them", manySteps()},
 		{"record at offset zero", []step{
 			{"begin", 10, 0, true},
 			{"end", 10, 0, false},
@@ -192,6 +203,26 @@ func TestResolveClaims(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manySteps records 3,000 decisions and lets the index pass them in three
+// steps, checking that what the index passed is forgotten and the rest is
+// not.
+func manySteps() []step {
+	var steps []step
+	for i := range int64(3000) {
+		steps = append(steps, step{"begin", i, 0, true}, step{"end", i, 10_000 + i, false})
+	}
+	for _, passed := range []int64{999, 1999, 2999} {
+		steps = append(steps,
+			step{"begin", passed, 10_000 + passed, false}, // its record is not indexed yet
+			step{"begin", passed, 10_000 + passed + 1, true},
+			step{"begin", passed - 1, 10_000 + passed + 1, true})
+		if passed+1 < 3000 {
+			steps = append(steps, step{"begin", passed + 1, 10_000 + passed + 1, false})
+		}
+	}
+	return steps
 }
 
 func TestEndResolveForgetsChecks(t *testing.T) {
