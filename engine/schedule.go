@@ -21,8 +21,12 @@ import (
 // indexes it in the timer index (package timer). When it falls due the
 // scheduler appends a copy to the real queue, without the scheduling
 // properties and with TIMER_SRC naming the scheduled record, which the
-// dispatcher uses to retire the timer entry. Levels above 18 are capped at
-// 18, as RocketMQ does; DELAY wins over the timer properties.
+// dispatcher uses to retire the timer entry. The copies of the messages
+// due together are appended as one batch, each the stored record rewritten
+// (message.AppendRewritten) rather than decoded and encoded again; every
+// field but the topic, queue and properties is the scheduled record's,
+// its store host included. Levels above 18 are capped at 18, as RocketMQ
+// does; DELAY wins over the timer properties.
 
 // ErrNotRecallable reports a recall of a message that is not (or no
 // longer) waiting to be delivered.
@@ -141,47 +145,107 @@ func (e *Engine) systemQueue(name string) (*queueState, error) {
 	return (*t.queues.Load())[0], nil
 }
 
-// deliverDue is the timer scheduler's DeliverFunc: it appends each due
-// message to its real queue and waits until the index has retired the
-// entries.
+// deliverDue is the timer scheduler's DeliverFunc: it appends a copy of
+// each due message to its real queue, in batches, and waits until the
+// index has retired the entries.
 func (e *Engine) deliverDue(ctx context.Context, due []timer.Entry) error {
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
-	for _, en := range due {
-		s.reset()
-		if err := e.deliverOne(s, en); err != nil {
+	limit := int(min(1<<20, e.opts.SegmentSize/4)) // a batch must fit in a segment
+	last := int64(-1)
+	flush := func() error {
+		if err := e.appendMoved(s); err != nil {
 			return err
 		}
+		if n := len(s.offs); n > 0 {
+			last = s.offs[n-1]
+		}
+		s.reset()
+		return nil
 	}
-	return e.WaitDispatched(ctx)
+	for _, en := range due {
+		if len(s.buf) >= limit {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if err := e.deliverOne(s, en); err != nil {
+			if !errors.Is(err, errDropScheduled) {
+				return err
+			}
+			// Keep the log in due order: what was gathered goes first.
+			if err := flush(); err != nil {
+				return err
+			}
+			source := strconv.FormatInt(en.Due, 10) + "," + strconv.FormatInt(en.Offset, 10)
+			if err := e.retireTimer(s, source); err != nil {
+				return err
+			}
+			last = s.offs[0]
+			s.reset()
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if last < 0 {
+		return nil
+	}
+	return e.disp.waitFor(ctx, last+1)
 }
 
+// errDropScheduled reports a scheduled message that cannot be delivered:
+// its timer entry is retired without a delivery.
+var errDropScheduled = errors.New("engine: scheduled message cannot be delivered")
+
+// timerDrop are the properties a delivered copy leaves out.
+var timerDrop = []string{message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyDelayLevel,
+	message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS, message.PropertyTimerOutMS,
+	propertyTimerSource}
+
+// deliverOne adds to s the copy of the scheduled message of en for its real
+// queue: the stored record with its real topic and queue, without the
+// scheduling properties and with TIMER_SRC naming en. It fails with
+// errDropScheduled when the message cannot be read or its topic is gone.
 func (e *Engine) deliverOne(s *sendState, en timer.Entry) error {
-	source := strconv.FormatInt(en.Due, 10) + "," + strconv.FormatInt(en.Offset, 10)
-	m, err := e.MessageAt(en.Offset)
+	rec, err := e.log.Read(en.Offset, s.read[:0])
 	if err != nil {
 		e.opts.Logger.Error("scheduled message unreadable; dropping it", "offset", en.Offset, "err", err)
-		return e.retireTimer(s, source)
+		return errDropScheduled
 	}
-	topic := m.Properties[message.PropertyRealTopic]
-	t, err := e.topic(topic)
+	s.read = rec
+	h, err := message.PeekStored(rec)
 	if err != nil {
-		e.opts.Logger.Warn("scheduled message's topic is gone; dropping it", "topic", topic, "offset", en.Offset)
-		return e.retireTimer(s, source)
+		e.opts.Logger.Error("scheduled message unreadable; dropping it", "offset", en.Offset, "err", err)
+		return errDropScheduled
+	}
+	topic, _ := h.Property(message.PropertyRealTopic)
+	t, err := e.topic(string(topic))
+	if err != nil {
+		e.opts.Logger.Warn("scheduled message's topic is gone; dropping it", "topic", string(topic), "offset", en.Offset)
+		return errDropScheduled
 	}
 	qs := *t.queues.Load()
-	qid, err := strconv.Atoi(m.Properties[message.PropertyRealQueueID])
-	if err != nil || qid < 0 || qid >= len(qs) {
+	qid := -1
+	if v, ok := h.Property(message.PropertyRealQueueID); ok {
+		if n, ok := parseInt(v); ok && n < int64(len(qs)) {
+			qid = int(n)
+		}
+	}
+	if qid < 0 {
 		qid = int(t.next.Add(1) % uint32(len(qs)))
 	}
-	for _, k := range [...]string{message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyDelayLevel,
-		message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS, message.PropertyTimerOutMS} {
-		delete(m.Properties, k)
+	source := strconv.FormatInt(en.Due, 10) + "," + strconv.FormatInt(en.Offset, 10)
+	add := [...]string{propertyTimerSource, source}
+	q := qs[qid]
+	rw := message.Rewrite{Topic: q.topic, QueueID: q.id, Drop: timerDrop, Add: add[:]}
+	if err := s.addMoved(rec, q, &rw); err != nil {
+		e.opts.Logger.Error("scheduled message cannot be delivered; dropping it", "offset", en.Offset, "err", err)
+		return errDropScheduled
 	}
-	m.Properties[propertyTimerSource] = source
-	m.Topic = topic
-	msgs := [1]*message.Message{m}
-	return e.store(s, t, qs[qid], msgs[:], "", nil)
+	t.msgsIn.Add(1)
+	t.bytesIn.Add(int64(len(h.Body)))
+	return nil
 }
 
 // retireTimer appends a record that retires a timer entry without

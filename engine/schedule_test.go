@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/timer"
 )
 
 var testLevels = []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond}
@@ -227,5 +231,87 @@ func TestManyTimers(t *testing.T) {
 	}
 	if total != n {
 		t.Fatalf("%d of %d timer messages delivered", total, n)
+	}
+}
+
+func TestDeliveredCopy(t *testing.T) {
+	e := openTest(t, t.TempDir(), nil)
+	defer e.Close()
+	mustTopic(t, e, "T", 2)
+	ctx := context.Background()
+	due := time.Now().Add(100 * time.Millisecond).UnixMilli()
+	m := newMsg("T", "body", message.PropertyTimerDeliverMS, strconv.FormatInt(due, 10), message.PropertyKeys, "k1", "custom", "x")
+	m.Flag, m.ReconsumeTimes, m.BornTimestamp = 7, 2, 1_700_000_000_000
+	m.SysFlag = message.SysFlagMultiTags
+	m.BornHost = netip.MustParseAddrPort("[2001:db8::5]:4000")
+	m.SetTags("TagA")
+	res, err := e.SendToQueue(ctx, m, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMessages(t, e, "T", 1, 1, 5*time.Second)
+	got := pullAll(t, e, "T", 1, 0, nil)
+	c := got[0]
+	if c.Topic != "T" || c.QueueID != 1 || c.QueueOffset != 0 || string(c.Body) != "body" || c.Flag != 7 || c.ReconsumeTimes != 2 ||
+		c.BornTimestamp != m.BornTimestamp || c.BornHost != m.BornHost || c.SysFlag&^message.SysFlagBornHostV6 != m.SysFlag {
+		t.Fatalf("delivered copy %+v", c)
+	}
+	if c.StoreTimestamp < due {
+		t.Fatalf("stored at %d, due at %d", c.StoreTimestamp, due)
+	}
+	want := map[string]string{
+		message.PropertyTags: "TagA", message.PropertyKeys: "k1", "custom": "x", message.PropertyUniqKey: res.MsgID,
+		propertyTimerSource: fmt.Sprintf("%d,%d", due, res.CommitLogOffset),
+	}
+	if !maps.Equal(c.Properties, want) {
+		t.Fatalf("properties %v, want %v", c.Properties, want)
+	}
+	byID, err := e.MessageByID(res.MsgID)
+	if err != nil || byID.Topic != "T" || byID.CommitLogOffset != c.CommitLogOffset {
+		t.Fatalf("by id: %+v, %v", byID, err)
+	}
+	if pending, _ := e.timers.Has(timer.Entry{Due: due, Offset: res.CommitLogOffset}); pending {
+		t.Fatal("the timer entry is still pending")
+	}
+}
+
+// A message whose topic is gone by the time it falls due is dropped; the
+// messages due with it are delivered, in order.
+func TestDeliveryDropsWhatItCannotDeliver(t *testing.T) {
+	e := openTest(t, t.TempDir(), nil)
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	mustTopic(t, e, "Gone", 1)
+	ctx := context.Background()
+	due := strconv.FormatInt(time.Now().Add(300*time.Millisecond).UnixMilli(), 10)
+	var gone []SendResult
+	for i := range 7 { // the last is delivered: the dropped ones are retired by then
+		topic := "T"
+		if i%2 == 1 {
+			topic = "Gone"
+		}
+		res, err := e.Send(ctx, newMsg(topic, fmt.Sprint(i), message.PropertyTimerDeliverMS, due))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if topic == "Gone" {
+			gone = append(gone, res)
+		}
+	}
+	if err := e.DeleteTopic("Gone"); err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for _, m := range waitMessages(t, e, "T", 0, 4, 5*time.Second) {
+		bodies = append(bodies, string(m.Body))
+	}
+	if !slices.Equal(bodies, []string{"0", "2", "4", "6"}) {
+		t.Fatalf("delivered %v", bodies)
+	}
+	d, _ := strconv.ParseInt(due, 10, 64)
+	for _, g := range gone {
+		if pending, _ := e.timers.Has(timer.Entry{Due: d, Offset: g.CommitLogOffset}); pending {
+			t.Fatalf("the entry of a message of a deleted topic is still pending")
+		}
 	}
 }

@@ -43,18 +43,28 @@ type sendState struct {
 	qid   int32       // the queue the sender asked for (differs for scheduled messages)
 	first int64       // queue offset of the first record
 	now   int64       // store time, ms
+
+	// queues, when not empty, holds the queue of each record instead of
+	// q: a batch of copies moved to their queues (see appendMoved).
+	queues []*queueState
+	// read holds a record read back from the log.
+	read []byte
 }
 
 // Stamp assigns each record its queue offset, commit-log offset and store
 // time. It runs under the commit log's append lock, which orders it with
 // every other append to the queue.
 func (s *sendState) Stamp(i int, rec []byte, offset int64) {
+	q := s.q
+	if len(s.queues) > 0 {
+		q = s.queues[i]
+	}
 	if i == 0 {
 		s.now = time.Now().UnixMilli()
-		s.first = s.q.next
+		s.first = q.next
 	}
-	message.PatchStored(rec, s.q.next, offset, s.now)
-	s.q.next++
+	message.PatchStored(rec, q.next, offset, s.now)
+	q.next++
 }
 
 func (s *sendState) reset() {
@@ -64,6 +74,8 @@ func (s *sendState) reset() {
 	clear(s.ids)
 	s.ids = s.ids[:0]
 	s.q = nil
+	clear(s.queues)
+	s.queues = s.queues[:0]
 }
 
 // Send stores m in a queue of its topic chosen by the engine: by the hash of
@@ -105,7 +117,7 @@ func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID
 }
 
 func (e *Engine) put(s *sendState) {
-	if cap(s.buf) > 8<<20 {
+	if cap(s.buf) > 8<<20 || cap(s.read) > 8<<20 {
 		return // do not keep buffers of outsized batches
 	}
 	s.reset()
@@ -213,18 +225,58 @@ func (e *Engine) store(s *sendState, t *topicState, q *queueState, msgs []*messa
 		bodyBytes += len(m.Body)
 	}
 	s.split()
-	start := time.Now()
-	if err := e.log.Append(s.recs, s, s.offs); err != nil {
+	if err := e.appendLog(s); err != nil {
 		return fmt.Errorf("engine: append to %s: %w", q.topic, err)
+	}
+	if t != nil {
+		t.msgsIn.Add(int64(len(msgs)))
+		t.bytesIn.Add(int64(bodyBytes))
+	}
+	return nil
+}
+
+// addMoved adds to s a copy of the stored record rec, changed as rw says,
+// for queue q: a stored message moving to another queue (a scheduled
+// message falling due, a committed transaction) without being decoded.
+// appendMoved stores what was added.
+func (s *sendState) addMoved(rec []byte, q *queueState, rw *message.Rewrite) error {
+	start := len(s.buf)
+	var err error
+	if s.buf, err = message.AppendRewritten(s.buf, rec, rw); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	s.offs = append(s.offs, int64(start)) // record start in buf until split
+	s.queues = append(s.queues, q)
+	return nil
+}
+
+// appendMoved appends the copies added to s by addMoved as one batch; their
+// commit-log offsets are in s.offs afterwards.
+func (e *Engine) appendMoved(s *sendState) error {
+	if len(s.offs) == 0 {
+		return nil
+	}
+	s.split()
+	if err := e.appendLog(s); err != nil {
+		return fmt.Errorf("engine: append: %w", err)
+	}
+	return nil
+}
+
+// appendLog appends the records of s to the log, reports the latency when
+// Options.AppendLatency asks for it, and wakes the dispatcher.
+func (e *Engine) appendLog(s *sendState) error {
+	var start time.Time
+	if e.opts.AppendLatency != nil {
+		start = time.Now()
+	}
+	if err := e.log.Append(s.recs, s, s.offs); err != nil {
+		return err
 	}
 	if e.opts.AppendLatency != nil {
 		e.opts.AppendLatency(time.Since(start))
 	}
 	e.disp.notify()
-	if t != nil {
-		t.msgsIn.Add(int64(len(msgs)))
-		t.bytesIn.Add(int64(bodyBytes))
-	}
 	return nil
 }
 
