@@ -2,11 +2,13 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/karmanmq/karman/engine/queue"
 	"github.com/karmanmq/karman/engine/timer"
 	"github.com/karmanmq/karman/engine/txn"
+	"github.com/karmanmq/karman/filter"
 )
 
 // checkpointKey holds, in the index database, the commit-log offset up to
@@ -52,6 +55,22 @@ type dispatcher struct {
 	touched map[*queueState]int64 // queue → new end, published after commit
 	topics  map[string]*topicState
 	gen     int64
+
+	// Half messages of the current batch, whose entries wait for the
+	// batch's end: a decision later in the same batch makes them
+	// unnecessary (see deferHalf).
+	halves  []batchHalf
+	halfIDs map[string]int // id → index in halves
+	idBuf   []byte         // the ids of halves, back to back
+}
+
+// batchHalf is a half message indexed in the current batch.
+type batchHalf struct {
+	entry    queue.Entry // in the half topic's queue
+	queue    int32
+	id       [2]int // its id: idBuf[id[0]:id[1]]
+	resolved bool   // a record of the batch resolves it: it is not pending
+	idLater  bool   // a later record of the batch carries the same id
 }
 
 func newDispatcher(e *Engine) *dispatcher {
@@ -61,6 +80,7 @@ func newDispatcher(e *Engine) *dispatcher {
 		touched: map[*queueState]int64{},
 		minDue:  math.MaxInt64,
 		topics:  map[string]*topicState{},
+		halfIDs: map[string]int{},
 	}
 }
 
@@ -147,6 +167,7 @@ func (d *dispatcher) dispatch() error {
 			d.gen = g
 		}
 		d.batch = d.e.idx.NewBatch()
+		d.clearHalves()
 		n := 0
 		next, err := d.e.log.Scan(from, func(off, _ int64, payload []byte) error {
 			if n == dispatchBatch {
@@ -175,6 +196,11 @@ func (d *dispatcher) dispatch() error {
 var errBatchFull = errors.New("engine: dispatch batch full")
 
 func (d *dispatcher) commit(next int64) error {
+	if err := d.flushHalves(); err != nil {
+		d.batch.Close()
+		d.batch = nil
+		return err
+	}
 	var cp [8]byte
 	binary.BigEndian.PutUint64(cp[:], uint64(next))
 	if err := d.batch.Set(checkpointKey, cp[:], nil); err != nil {
@@ -206,6 +232,40 @@ func (d *dispatcher) commit(next int64) error {
 	return nil
 }
 
+// recordProps are the properties the dispatcher indexes, read from a
+// record in one pass. A has field says the property is present.
+type recordProps struct {
+	uniq, keys, tags, lmq, timerSrc, timerOut, tranSrc []byte
+	hasTimerSrc, hasTimerOut, hasTranSrc               bool
+}
+
+func (p *recordProps) read(props []byte) {
+	*p = recordProps{}
+	for len(props) > 0 {
+		var k, v []byte
+		var ok bool
+		if k, v, props, ok = message.NextProperty(props); !ok {
+			continue
+		}
+		switch string(k) {
+		case message.PropertyUniqKey:
+			p.uniq = v
+		case message.PropertyKeys:
+			p.keys = v
+		case message.PropertyTags:
+			p.tags = v
+		case message.PropertyInnerMultiDispatch:
+			p.lmq = v
+		case propertyTimerSource:
+			p.timerSrc, p.hasTimerSrc = v, true
+		case message.PropertyTimerOutMS:
+			p.timerOut, p.hasTimerOut = v, true
+		case propertyTransactionSource:
+			p.tranSrc, p.hasTranSrc = v, true
+		}
+	}
+}
+
 // index adds the entries of one record.
 func (d *dispatcher) index(off int64, payload []byte) error {
 	h, err := message.PeekStored(payload)
@@ -216,30 +276,32 @@ func (d *dispatcher) index(off int64, payload []byte) error {
 		d.e.corrupt.Add(1)
 		return nil
 	}
+	var p recordProps
+	p.read(h.Properties)
 	entry := queue.Entry{
 		Offset:          h.QueueOffset,
 		CommitLogOffset: off,
 		Size:            int32(len(payload)),
 		StoreTimestamp:  h.StoreTimestamp,
+		TagHash:         filter.TagHash(p.tags),
 	}
-	entry.TagHash = h.TagHash()
-	if err := d.qw.Add(d.batch, h.Topic, h.QueueID, entry); err != nil {
+	half := !p.hasTranSrc && bytes.Equal(h.Topic, halfTopic)
+	if half {
+		d.deferHalf(h.QueueID, entry, p.uniq)
+	} else if err := d.addEntry(h.Topic, h.QueueID, entry); err != nil {
 		return err
 	}
-	if q := d.queueOf(h.Topic, h.QueueID); q != nil {
-		d.touched[q] = h.QueueOffset + 1
-	}
-	if err := d.indexKeys(off, &h); err != nil {
+	if err := d.indexKeys(off, &h, &p, half); err != nil {
 		return err
 	}
-	if err := d.indexTimer(off, &h); err != nil {
+	if err := d.indexTimer(off, &h, &p); err != nil {
 		return err
 	}
-	if err := d.indexTransaction(off, &h); err != nil {
+	if err := d.resolveHalf(&p); err != nil {
 		return err
 	}
-	if lmqs, ok := message.LookupProperty(h.Properties, message.PropertyInnerMultiDispatch); ok && len(lmqs) > 0 {
-		return d.indexLightQueues(lmqs, entry)
+	if len(p.lmq) > 0 {
+		return d.indexLightQueues(p.lmq, entry)
 	}
 	return nil
 }
@@ -248,41 +310,117 @@ var timerTopic = []byte(message.TopicTimer)
 
 // indexTimer schedules a record stored under the timer topic, and retires
 // the timer entry a delivered or cancelled record names.
-func (d *dispatcher) indexTimer(off int64, h *message.Header) error {
-	if src, ok := message.LookupProperty(h.Properties, propertyTimerSource); ok {
-		en, ok := parseTimerSource(src)
+func (d *dispatcher) indexTimer(off int64, h *message.Header, p *recordProps) error {
+	if p.hasTimerSrc {
+		en, ok := parseTimerSource(p.timerSrc)
 		if !ok {
 			return nil
 		}
 		return d.tw.Delete(d.batch, en)
 	}
-	if !bytes.Equal(h.Topic, timerTopic) {
+	if !p.hasTimerOut || !bytes.Equal(h.Topic, timerTopic) {
 		return nil
 	}
-	v, ok := message.LookupProperty(h.Properties, message.PropertyTimerOutMS)
-	due, valid := parseInt(v)
-	if !ok || !valid {
+	due, valid := parseInt(p.timerOut)
+	if !valid {
 		return nil
 	}
 	d.minDue = min(d.minDue, due)
 	return d.tw.Add(d.batch, timer.Entry{Due: due, Offset: off})
 }
 
-var halfTopic = []byte(message.TopicTransHalf)
-
-// indexTransaction records a half message as pending, and retires the one
-// a resolving record names.
-func (d *dispatcher) indexTransaction(off int64, h *message.Header) error {
-	if src, ok := message.LookupProperty(h.Properties, propertyTransactionSource); ok {
-		if half, ok := parseInt(src); ok {
-			return d.xw.Resolve(d.batch, half)
-		}
-		return nil
+// addEntry adds a consume-queue entry and notes the queue's new end.
+func (d *dispatcher) addEntry(topic []byte, queueID int32, entry queue.Entry) error {
+	if err := d.qw.Add(d.batch, topic, queueID, entry); err != nil {
+		return err
 	}
-	if bytes.Equal(h.Topic, halfTopic) {
-		return d.xw.Add(d.batch, off)
+	if q := d.queueOf(topic, queueID); q != nil {
+		d.touched[q] = entry.Offset + 1
 	}
 	return nil
+}
+
+var halfTopic = []byte(message.TopicTransHalf)
+
+// resolveHalf retires the half message a resolving record names.
+func (d *dispatcher) resolveHalf(p *recordProps) error {
+	if !p.hasTranSrc {
+		return nil
+	}
+	src, ok := parseInt(p.tranSrc)
+	if !ok {
+		return nil
+	}
+	if i, ok := d.batchHalf(src); ok {
+		d.halves[i].resolved = true // never indexed as pending
+		return nil
+	}
+	return d.xw.Resolve(d.batch, src)
+}
+
+// A half message is usually decided within moments of being stored, so
+// mostly within the same index batch. Its entries are therefore held back
+// until the batch commits: a decision in the same batch means that none
+// is needed. The pending entry and the entry in the half topic's consume
+// queue exist for half messages still waiting for a decision (the checks
+// and admin tools read them), and a later record with the same id (the
+// decision carries it) makes the half message's id entry moot, as that
+// record's entry would replace it anyway. What is left is written at the
+// end of the batch, in log order. So the half topic's queue holds the half
+// messages that were pending at the end of a batch, with gaps where others
+// were decided at once; after a restart its next offset follows the last
+// one it holds.
+
+// deferHalf holds back the entries of a half message of queue queueID of
+// the half topic, with id.
+func (d *dispatcher) deferHalf(queueID int32, entry queue.Entry, id []byte) {
+	b := batchHalf{entry: entry, queue: queueID, id: [2]int{len(d.idBuf), len(d.idBuf) + len(id)}}
+	d.idBuf = append(d.idBuf, id...)
+	if len(id) > 0 {
+		if i, ok := d.halfIDs[string(id)]; ok {
+			d.halves[i].idLater = true
+		}
+		d.halfIDs[string(id)] = len(d.halves)
+	}
+	d.halves = append(d.halves, b)
+}
+
+// batchHalf finds the half message at off among those of the batch.
+func (d *dispatcher) batchHalf(off int64) (int, bool) {
+	hs := d.halves
+	if len(hs) == 0 || off < hs[0].entry.CommitLogOffset || off > hs[len(hs)-1].entry.CommitLogOffset {
+		return 0, false
+	}
+	i, ok := slices.BinarySearchFunc(hs, off, func(b batchHalf, off int64) int { return cmp.Compare(b.entry.CommitLogOffset, off) })
+	return i, ok && !hs[i].resolved
+}
+
+// flushHalves writes the held-back entries of the batch's half messages.
+func (d *dispatcher) flushHalves() error {
+	for _, b := range d.halves {
+		off := b.entry.CommitLogOffset
+		if !b.resolved {
+			if err := d.addEntry(halfTopic, b.queue, b.entry); err != nil {
+				return err
+			}
+			if err := d.xw.Add(d.batch, off); err != nil {
+				return err
+			}
+		}
+		if !b.idLater {
+			if err := d.iw.AddID(d.batch, d.idBuf[b.id[0]:b.id[1]], off); err != nil {
+				return err
+			}
+		}
+	}
+	d.clearHalves()
+	return nil
+}
+
+func (d *dispatcher) clearHalves() {
+	d.halves = d.halves[:0]
+	d.idBuf = d.idBuf[:0]
+	clear(d.halfIDs)
 }
 
 // parseTimerSource reads "due,offset".
@@ -308,13 +446,20 @@ func parseInt(b []byte) (int64, bool) {
 	return n, true
 }
 
-func (d *dispatcher) indexKeys(off int64, h *message.Header) error {
-	if id, ok := message.LookupProperty(h.Properties, message.PropertyUniqKey); ok {
-		if err := d.iw.AddID(d.batch, id, off); err != nil {
+// indexKeys indexes the record's id and keys; the id of a half message is
+// held back (see deferHalf).
+func (d *dispatcher) indexKeys(off int64, h *message.Header, p *recordProps, half bool) error {
+	if len(p.uniq) > 0 && !half {
+		if len(d.halves) > 0 {
+			if i, ok := d.halfIDs[string(p.uniq)]; ok {
+				d.halves[i].idLater = true
+			}
+		}
+		if err := d.iw.AddID(d.batch, p.uniq, off); err != nil {
 			return err
 		}
 	}
-	keys, _ := message.LookupProperty(h.Properties, message.PropertyKeys)
+	keys := p.keys
 	for len(keys) > 0 {
 		var key []byte
 		key, keys, _ = bytes.Cut(keys, []byte{' '})

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,13 @@ import (
 // Every decision is a record in the commit log carrying TRAN_SRC (the half
 // message's commit-log offset), which retires the half message when the
 // dispatcher indexes it; a decision is therefore durable as soon as it is
-// acknowledged, and a half message is never resolved twice.
+// acknowledged, and a half message is never resolved twice. A decision does
+// not wait for the half message to be indexed: until it is, no decision on
+// it can be indexed either, and one already appended holds a claim in
+// txnChecks. The committed copy is the stored half message rewritten in
+// place of a decode and re-encode (message.AppendRewritten). The dispatcher
+// writes the index entries of a half message decided within its own index
+// batch not at all (see deferHalf).
 
 // Errors of EndTransaction.
 var (
@@ -146,12 +153,17 @@ func (e *Engine) EndTransaction(ctx context.Context, r EndTransactionRequest) er
 		}
 		r.CommitLogOffset = off
 	}
-	half, err := e.halfMessage(r.CommitLogOffset)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s := e.bufs.Get().(*sendState)
+	defer e.put(s)
+	half, err := e.readHalf(s, r.CommitLogOffset)
 	if err != nil {
 		return err
 	}
-	if half.Properties[message.PropertyProducerGroup] != r.ProducerGroup && r.ProducerGroup != "" {
-		return fmt.Errorf("%w: %s, not %s", ErrTransactionGroup, half.Properties[message.PropertyProducerGroup], r.ProducerGroup)
+	if group, _ := half.Property(message.PropertyProducerGroup); string(group) != r.ProducerGroup && r.ProducerGroup != "" {
+		return fmt.Errorf("%w: %s, not %s", ErrTransactionGroup, group, r.ProducerGroup)
 	}
 	if r.QueueOffset >= 0 && r.QueueOffset != half.QueueOffset {
 		return fmt.Errorf("%w: half message at %d has queue offset %d, not %d", ErrTransactionNotFound, r.CommitLogOffset, half.QueueOffset, r.QueueOffset)
@@ -159,41 +171,48 @@ func (e *Engine) EndTransaction(ctx context.Context, r EndTransactionRequest) er
 	if r.Decision == Unknown {
 		return nil
 	}
-	return e.resolve(ctx, r.CommitLogOffset, half, r.Decision)
+	return e.resolve(s, r.CommitLogOffset, s.read, r.Decision)
 }
 
-// halfMessage reads the pending half message at off.
-func (e *Engine) halfMessage(off int64) (*message.Message, error) {
-	m, err := e.MessageAt(off)
-	if err != nil || m.Topic != message.TopicTransHalf {
-		return nil, fmt.Errorf("%w at commit-log offset %d", ErrTransactionNotFound, off)
+// readHalf reads the pending half message at off into s.read.
+func (e *Engine) readHalf(s *sendState, off int64) (message.Header, error) {
+	rec, err := e.log.Read(off, s.read[:0])
+	if err != nil {
+		return message.Header{}, fmt.Errorf("%w at commit-log offset %d", ErrTransactionNotFound, off)
 	}
-	return m, nil
+	s.read = rec
+	h, err := message.PeekStored(rec)
+	if err != nil || !bytes.Equal(h.Topic, halfTopic) {
+		return message.Header{}, fmt.Errorf("%w at commit-log offset %d", ErrTransactionNotFound, off)
+	}
+	return h, nil
 }
 
-// resolve appends the record that settles the half message at off.
-func (e *Engine) resolve(ctx context.Context, off int64, half *message.Message, d Decision) error {
-	if err := e.disp.waitFor(ctx, off+1); err != nil { // the half message must be indexed
-		return err
-	}
+// resolve appends the record that settles the half message at off, whose
+// stored record is half.
+func (e *Engine) resolve(s *sendState, off int64, half []byte, d Decision) error {
 	// Read the index position before the pending check: a decision indexed
 	// in between must not be mistaken for one that is safe to forget.
 	indexed := e.disp.pos.Load()
-	pending, err := e.halves.Pending(off)
-	if err != nil {
-		return err
+	pending := true
+	if off < indexed {
+		var err error
+		if pending, err = e.halves.Pending(off); err != nil {
+			return err
+		}
 	}
+	// Otherwise the half message is not indexed yet, so no decision on it
+	// is either: one appended since holds its claim in txnChecks.
 	if !pending || !e.txnChecks.BeginResolve(off, indexed) {
 		return fmt.Errorf("%w: half message at %d", ErrTransactionResolved, off)
 	}
 	rec := int64(-1)
 	defer func() { e.txnChecks.EndResolve(off, rec) }()
 	src := strconv.FormatInt(off, 10)
-	s := e.bufs.Get().(*sendState)
-	defer e.put(s)
+	var err error
 	switch d {
 	case Commit:
-		err = e.commitHalf(ctx, s, half, src)
+		err = e.commitHalf(s, half, off, src)
 	case Rollback:
 		err = e.markHalf(s, message.TopicTransOpHalf, half, src)
 	default:
@@ -205,45 +224,92 @@ func (e *Engine) resolve(ctx context.Context, off int64, half *message.Message, 
 	return err
 }
 
-// commitHalf stores the committed copy of half in its real queue.
-func (e *Engine) commitHalf(ctx context.Context, s *sendState, half *message.Message, src string) error {
-	topic := half.Properties[message.PropertyRealTopic]
-	t, err := e.topic(topic)
+// commitDrop are the properties a committed copy leaves out.
+var commitDrop = []string{message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared, propertyTransactionSource}
+
+// commitHalf stores the committed copy of the half message at off, whose
+// stored record is half, in its real queue.
+func (e *Engine) commitHalf(s *sendState, half []byte, off int64, src string) error {
+	h, err := message.PeekStored(half)
 	if err != nil {
-		e.opts.Logger.Warn("committed transaction's topic is gone; dropping it", "topic", topic)
+		return err
+	}
+	topic, _ := h.Property(message.PropertyRealTopic)
+	t, err := e.topic(string(topic))
+	if err != nil {
+		e.opts.Logger.Warn("committed transaction's topic is gone; dropping it", "topic", string(topic))
 		return e.markHalf(s, message.TopicTransOpHalf, half, src)
 	}
 	qs := *t.queues.Load()
-	qid, err := strconv.Atoi(half.Properties[message.PropertyRealQueueID])
-	if err != nil || qid < 0 || qid >= len(qs) {
+	qid := -1
+	if v, ok := h.Property(message.PropertyRealQueueID); ok {
+		if n, ok := parseInt(v); ok && n < int64(len(qs)) {
+			qid = int(n)
+		}
+	}
+	if qid < 0 {
 		qid = int(t.next.Add(1) % uint32(len(qs)))
 	}
-	m := half
+	if hasScheduleBytes(h.Properties) {
+		return e.commitScheduled(s, t, qs[qid], half, src)
+	}
+	add := [...]string{propertyTransactionSource, src}
+	q := qs[qid]
+	rw := message.Rewrite{Topic: q.topic, QueueID: q.id, Drop: commitDrop, Add: add[:]}
+	if err := s.addMoved(half, q, &rw); err != nil {
+		return err
+	}
+	message.SetTransaction(s.buf, message.SysFlagTransactionCommit, off)
+	if err := e.appendMoved(s); err != nil {
+		return err
+	}
+	t.msgsIn.Add(1)
+	t.bytesIn.Add(int64(len(h.Body)))
+	return nil
+}
+
+// commitScheduled stores the committed copy of a half message that is also
+// a delayed or timer message: it is scheduled, or stored at once when its
+// time has come.
+func (e *Engine) commitScheduled(s *sendState, t *topicState, q *queueState, half []byte, src string) error {
+	m, _, err := message.DecodeStored(half)
+	if err != nil {
+		return err
+	}
 	delete(m.Properties, message.PropertyRealTopic)
 	delete(m.Properties, message.PropertyRealQueueID)
 	delete(m.Properties, message.PropertyTransactionPrepared)
 	m.Properties[propertyTransactionSource] = src
 	m.SysFlag = message.WithTransactionType(m.SysFlag, message.SysFlagTransactionCommit)
-	m.PreparedTransactionOffset = half.CommitLogOffset
-	m.Topic = topic
-	msgs := [1]*message.Message{m}
+	m.PreparedTransactionOffset = m.CommitLogOffset
+	m.Topic = q.topic
 	due, err := e.messageDue(m, dueAfter(0))
 	if err == nil && due > 0 {
-		return e.schedule(s, t, qs[qid], m, due)
+		return e.schedule(s, t, q, m, due)
 	}
-	return e.store(s, t, qs[qid], msgs[:], "", nil)
+	msgs := [1]*message.Message{m}
+	return e.store(s, t, q, msgs[:], "", nil)
 }
 
-// markHalf appends a marker record under topic that retires half.
-func (e *Engine) markHalf(s *sendState, topic string, half *message.Message, src string) error {
+// hasScheduleBytes reports whether the encoded properties props make a
+// delayed or timer message.
+func hasScheduleBytes(props []byte) bool {
+	return message.HasAnyProperty(props, message.PropertyDelayLevel, message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS)
+}
+
+// markHalf appends a copy of the stored half message half under topic,
+// naming it in TRAN_SRC, which retires it.
+func (e *Engine) markHalf(s *sendState, topic string, half []byte, src string) error {
 	q, err := e.systemQueue(topic)
 	if err != nil {
 		return err
 	}
-	half.Properties[propertyTransactionSource] = src
-	half.Topic = topic
-	msgs := [1]*message.Message{half}
-	return e.store(s, nil, q, msgs[:], "", nil)
+	add := [...]string{propertyTransactionSource, src}
+	rw := message.Rewrite{Topic: q.topic, QueueID: q.id, Drop: add[:1], Add: add[:]}
+	if err := s.addMoved(half, q, &rw); err != nil {
+		return err
+	}
+	return e.appendMoved(s)
 }
 
 // transactionLoop checks pending half messages until the engine closes.
@@ -283,45 +349,46 @@ func (e *Engine) checkTransactions() error {
 }
 
 func (e *Engine) checkOne(off, now int64) error {
-	var half *message.Message
+	s := e.bufs.Get().(*sendState)
+	defer e.put(s)
+	half, herr := e.readHalf(s, off)
 	st := e.txnChecks.Get(off, func() txn.Check {
-		m, err := e.MessageAt(off)
 		first := now + e.opts.TransactionTimeout.Milliseconds()
-		if err == nil {
-			half = m
+		if herr == nil {
 			immunity := e.opts.TransactionTimeout.Milliseconds()
-			if v, err := strconv.Atoi(m.Properties[message.PropertyCheckImmunitySeconds]); err == nil && v > 0 {
-				immunity = int64(v) * 1000
+			if v, ok := half.Property(message.PropertyCheckImmunitySeconds); ok {
+				if n, ok := parseInt(v); ok && n > 0 {
+					immunity = n * 1000
+				}
 			}
-			first = m.StoreTimestamp + immunity
+			first = half.StoreTimestamp + immunity
 		}
 		return txn.Check{Next: first}
 	})
 	if st.Next > now {
 		return nil
 	}
-	if half == nil {
-		m, err := e.halfMessage(off)
-		if err != nil {
-			return err
-		}
-		half = m
+	if herr != nil {
+		return herr
 	}
+	group, _ := half.Property(message.PropertyProducerGroup)
 	if st.Count >= e.opts.TransactionCheckMax {
-		e.opts.Logger.Warn("discarding a half message that was never resolved", "offset", off, "group", half.Properties[message.PropertyProducerGroup], "checks", st.Count)
-		err := e.resolve(context.Background(), off, half, Unknown)
+		e.opts.Logger.Warn("discarding a half message that was never resolved", "offset", off, "group", string(group), "checks", st.Count)
+		err := e.resolve(s, off, s.read, Unknown)
 		if errors.Is(err, ErrTransactionResolved) {
 			return nil
 		}
 		return err
 	}
 	e.txnChecks.Set(off, txn.Check{Count: st.Count + 1, Next: now + e.opts.TransactionCheckInterval.Milliseconds()})
-	return e.sendCheck(off, half)
+	return e.sendCheck(off, s.read, &half)
 }
 
-// sendCheck asks a live producer of half's group to resolve it.
-func (e *Engine) sendCheck(off int64, half *message.Message) error {
-	group := half.Properties[message.PropertyProducerGroup]
+// sendCheck asks a live producer of the group of the half message at off,
+// whose stored record is rec, to resolve it.
+func (e *Engine) sendCheck(off int64, rec []byte, half *message.Header) error {
+	groupb, _ := half.Property(message.PropertyProducerGroup)
+	group := string(groupb)
 	producers := e.clients.Producers(group)
 	m := e.checkers.byProtocol.Load()
 	if len(producers) == 0 || m == nil {
@@ -332,23 +399,25 @@ func (e *Engine) sendCheck(off int64, half *message.Message) error {
 	if check == nil {
 		return nil
 	}
+	id, _ := half.Property(message.PropertyUniqKey)
+	txID, _ := half.Property(message.PropertyTransactionID)
+	topic, _ := half.Property(message.PropertyRealTopic)
 	h := HalfMessage{
 		CommitLogOffset: off,
 		QueueOffset:     half.QueueOffset,
-		MsgID:           half.UniqKey(),
-		TransactionID:   half.Properties[message.PropertyTransactionID],
+		MsgID:           string(id),
+		TransactionID:   string(txID),
 		ProducerGroup:   group,
-		Topic:           half.Properties[message.PropertyRealTopic],
+		Topic:           string(topic),
 	}
 	if h.TransactionID == "" {
 		h.TransactionID = h.MsgID
 	}
-	rec, err := e.log.Read(off, nil)
-	if err != nil {
-		return err
+	var qid int64
+	if v, ok := half.Property(message.PropertyRealQueueID); ok {
+		qid, _ = parseInt(v)
 	}
-	qid, _ := strconv.Atoi(half.Properties[message.PropertyRealQueueID])
-	restored, err := restoreTopic(rec, h.Topic, int32(qid))
+	restored, err := message.AppendRewritten(nil, rec, &message.Rewrite{Topic: h.Topic, QueueID: int32(qid)})
 	if err != nil {
 		return err
 	}
@@ -356,19 +425,4 @@ func (e *Engine) sendCheck(off int64, half *message.Message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	return check(ctx, p, h)
-}
-
-// restoreTopic re-encodes a stored record under another topic and queue.
-func restoreTopic(rec []byte, topic string, queue int32) ([]byte, error) {
-	m, _, err := message.DecodeStored(rec)
-	if err != nil {
-		return nil, err
-	}
-	m.Topic, m.QueueID = topic, queue
-	out, err := message.AppendStored(nil, m)
-	if err != nil {
-		return nil, err
-	}
-	message.PatchStored(out, m.QueueOffset, m.CommitLogOffset, m.StoreTimestamp)
-	return out, nil
 }

@@ -3,6 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +158,174 @@ func TestMessageTypeCheck(t *testing.T) {
 	}
 	if _, err := e.Send(ctx, newMsg("X", "x", message.PropertyTransactionPrepared, "true")); !errors.Is(err, ErrInvalidMessage) {
 		t.Errorf("half message without a producer group: %v", err)
+	}
+}
+
+func TestCommittedCopy(t *testing.T) {
+	e := txnEngine(t, nil)
+	defer e.Close()
+	ctx := context.Background()
+	m := halfMsg("body")
+	m.Flag, m.ReconsumeTimes, m.BornTimestamp = 7, 2, 1_700_000_000_000
+	m.BornHost = netip.MustParseAddrPort("[2001:db8::5]:4000")
+	m.SetTags("TagA")
+	m.SetProperty("custom", "x")
+	res, err := e.Send(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.EndTransaction(ctx, EndTransactionRequest{ProducerGroup: "PG", CommitLogOffset: res.CommitLogOffset, QueueOffset: res.QueueOffset, Decision: Commit}); err != nil {
+		t.Fatal(err)
+	}
+	got := pullAll(t, e, "T", 0, 0, nil)
+	if len(got) != 1 {
+		t.Fatalf("queue holds %d", len(got))
+	}
+	c := got[0]
+	if c.Topic != "T" || c.QueueID != 0 || string(c.Body) != "body" || c.Flag != 7 || c.ReconsumeTimes != 2 ||
+		c.BornTimestamp != m.BornTimestamp || c.BornHost != m.BornHost {
+		t.Fatalf("committed copy %+v", c)
+	}
+	if message.TransactionType(c.SysFlag) != message.SysFlagTransactionCommit || c.PreparedTransactionOffset != res.CommitLogOffset {
+		t.Fatalf("sysflag %#x, prepared offset %d (half at %d)", c.SysFlag, c.PreparedTransactionOffset, res.CommitLogOffset)
+	}
+	want := map[string]string{
+		message.PropertyTags: "TagA", message.PropertyKeys: "k-body", "custom": "x",
+		message.PropertyProducerGroup: "PG", message.PropertyUniqKey: res.MsgID,
+		propertyTransactionSource: strconv.FormatInt(res.CommitLogOffset, 10),
+	}
+	if !maps.Equal(c.Properties, want) {
+		t.Fatalf("properties %v, want %v", c.Properties, want)
+	}
+	byID, err := e.MessageByID(res.MsgID)
+	if err != nil || byID.Topic != "T" || byID.CommitLogOffset != c.CommitLogOffset {
+		t.Fatalf("by id: %+v, %v", byID, err)
+	}
+	byKey, err := e.MessagesByKey("T", "k-body", 0, time.Now().UnixMilli()+1000, 10)
+	if err != nil || len(byKey) != 1 || byKey[0].CommitLogOffset != c.CommitLogOffset {
+		t.Fatalf("by key: %v, %v", byKey, err)
+	}
+}
+
+// A decision is refused while another one for the same half message is
+// waiting to be indexed, and after it was.
+func TestSecondDecisionRefused(t *testing.T) {
+	e := txnEngine(t, nil)
+	defer e.Close()
+	ctx := context.Background()
+	for i := range 200 {
+		res, err := e.Send(ctx, halfMsg(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, second := Commit, Rollback
+		if i%2 == 1 {
+			first, second = second, first
+		}
+		req := EndTransactionRequest{ProducerGroup: "PG", CommitLogOffset: res.CommitLogOffset, QueueOffset: -1, Decision: first}
+		if err := e.EndTransaction(ctx, req); err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		req.Decision = second
+		if err := e.EndTransaction(ctx, req); !errors.Is(err, ErrTransactionResolved) {
+			t.Fatalf("%d: second decision: %v", i, err)
+		}
+	}
+	if got := pullAll(t, e, "T", 0, 0, nil); len(got) != 100 {
+		t.Fatalf("%d committed, want 100", len(got))
+	}
+	if pending, _ := e.halves.List(0, 10, nil); len(pending) != 0 {
+		t.Fatalf("pending after every decision: %v", pending)
+	}
+}
+
+// The index of half messages comes out the same whether a decision was
+// indexed in the batch of its half message or in a later one, which a
+// rebuild of the index from the log (one batch) and the engine's own
+// indexing as it goes (many) exercise.
+func TestTransactionIndexRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	e := openTest(t, dir, nil)
+	mustTopic(t, e, "T", 1)
+	ctx := context.Background()
+	send := func(body string, props ...string) SendResult {
+		t.Helper()
+		m := halfMsg(body)
+		for i := 0; i+1 < len(props); i += 2 {
+			m.SetProperty(props[i], props[i+1])
+		}
+		res, err := e.Send(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	decide := func(r SendResult, d Decision) {
+		t.Helper()
+		if err := e.EndTransaction(ctx, EndTransactionRequest{ProducerGroup: "PG", CommitLogOffset: r.CommitLogOffset, QueueOffset: -1, Decision: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h1 := send("h1", message.PropertyUniqKey, "DUP")
+	h2 := send("h2", message.PropertyUniqKey, "DUP") // a producer's retry: same id
+	decide(h1, Commit)
+	h3 := send("h3")
+	h4 := send("h4")
+	decide(h4, Rollback)
+	h5 := send("h5")
+	e.WaitDispatched(ctx)
+
+	check := func(when string) {
+		t.Helper()
+		pending, err := e.halves.List(0, 10, nil)
+		if err != nil || !slices.Equal(pending, []int64{h2.CommitLogOffset, h3.CommitLogOffset, h5.CommitLogOffset}) {
+			t.Fatalf("%s: pending %v, %v", when, pending, err)
+		}
+		for _, tt := range []struct {
+			id, topic, body string
+		}{
+			{"DUP", "T", "h1"}, // the commit of h1 is the last record with that id
+			{h3.MsgID, message.TopicTransHalf, "h3"},
+			{h4.MsgID, message.TopicTransOpHalf, "h4"},
+			{h5.MsgID, message.TopicTransHalf, "h5"},
+		} {
+			m, err := e.MessageByID(tt.id)
+			if err != nil || m.Topic != tt.topic || string(m.Body) != tt.body {
+				t.Fatalf("%s: by id %s: %v %v, want %s in %s", when, tt.id, m, err, tt.body, tt.topic)
+			}
+		}
+		for _, half := range []SendResult{h2, h3, h5} {
+			ent, ok, err := e.queues.Get(message.TopicTransHalf, 0, half.QueueOffset)
+			if err != nil || !ok || ent.CommitLogOffset != half.CommitLogOffset {
+				t.Fatalf("%s: half topic entry %d: %+v %v %v", when, half.QueueOffset, ent, ok, err)
+			}
+		}
+	}
+	check("indexed as sent")
+	e.Close()
+	if err := os.RemoveAll(filepath.Join(dir, "index")); err != nil {
+		t.Fatal(err)
+	}
+	e = openTest(t, dir, nil)
+	defer e.Close()
+	check("rebuilt")
+	// Decided at once, h1 and h4 need no entry in the half topic's queue.
+	for _, half := range []SendResult{h1, h4} {
+		if _, ok, _ := e.queues.Get(message.TopicTransHalf, 0, half.QueueOffset); ok {
+			t.Fatalf("rebuilt index has a half topic entry for %d, decided in the same batch", half.QueueOffset)
+		}
+	}
+	decide(h2, Commit)
+	decide(h3, Rollback)
+	decide(h5, Commit)
+	if err := e.EndTransaction(ctx, EndTransactionRequest{ProducerGroup: "PG", CommitLogOffset: h1.CommitLogOffset, QueueOffset: -1, Decision: Rollback}); !errors.Is(err, ErrTransactionResolved) {
+		t.Fatalf("decision on h1 after the rebuild: %v", err)
+	}
+	var bodies []string
+	for _, m := range pullAll(t, e, "T", 0, 0, nil) {
+		bodies = append(bodies, string(m.Body))
+	}
+	if !slices.Equal(bodies, []string{"h1", "h2", "h5"}) {
+		t.Fatalf("committed %v", bodies)
 	}
 }
