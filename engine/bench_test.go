@@ -3,12 +3,14 @@ package engine
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/timer"
 )
 
 func benchEngine(b *testing.B, o *Options) *Engine {
@@ -151,4 +153,102 @@ func BenchmarkPopAck(b *testing.B) {
 		}()
 	}
 	wg.Wait()
+}
+
+// BenchmarkSendIndexed sends 1 KiB messages from 16 goroutines and
+// includes the time to index them: the baseline of BenchmarkTransaction.
+func BenchmarkSendIndexed(b *testing.B) {
+	e := benchEngine(b, &Options{})
+	ctx := context.Background()
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		m := &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
+		for pb.Next() {
+			if _, err := e.Send(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if err := e.WaitDispatched(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkTransaction sends a 1 KiB half message and commits it, per
+// operation, from 16 goroutines, and includes the time to index
+// everything.
+func BenchmarkTransaction(b *testing.B) {
+	e := benchEngine(b, &Options{})
+	ctx := context.Background()
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		m := halfMsg(string(bytes.Repeat([]byte("x"), 1024)))
+		m.Topic = "B"
+		delete(m.Properties, message.PropertyKeys)
+		for pb.Next() {
+			res, err := e.Send(ctx, m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			err = e.EndTransaction(ctx, EndTransactionRequest{ProducerGroup: "PG", CommitLogOffset: res.CommitLogOffset, QueueOffset: res.QueueOffset, Decision: Commit})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if err := e.WaitDispatched(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkDeliverDue moves due 1 KiB timer messages to their queue the
+// way the timer scheduler does, 1,024 per delivery, index included.
+func BenchmarkDeliverDue(b *testing.B) {
+	e := benchEngine(b, &Options{})
+	ctx := context.Background()
+	due := time.Now().Add(time.Hour).UnixMilli()
+	m := newMsg("B", string(bytes.Repeat([]byte("x"), 1024)), message.PropertyTimerDeliverMS, strconv.FormatInt(due, 10))
+	for range b.N {
+		if _, err := e.Send(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var buf []timer.Entry
+	var from timer.Entry
+	for {
+		var err error
+		if buf, err = e.timers.RangeFrom(from, due, 1024, buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+		if len(buf) == 0 {
+			break
+		}
+		e.sched.Lock()
+		err = e.deliverDue(ctx, buf)
+		e.sched.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
+		last := buf[len(buf)-1]
+		from = timer.Entry{Due: last.Due, Offset: last.Offset + 1}
+	}
+	b.StopTimer()
+	var n int64
+	for q := range int32(8) {
+		max, _ := e.MaxOffset("B", q)
+		n += max
+	}
+	if n != int64(b.N) {
+		b.Fatalf("%d of %d messages delivered", n, b.N)
+	}
 }
