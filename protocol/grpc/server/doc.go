@@ -10,6 +10,6 @@
 // and later sends transaction checks down the same stream.
 //
 // A Server is safe for concurrent use. New starts nothing; Start begins
-// the background work (receipt renewal, transaction checks) and Close
-// stops it.
+// the background work (receipt renewal, transaction checks, expiry of
+// silent clients) and Close stops it, ending the telemetry streams.
 package server

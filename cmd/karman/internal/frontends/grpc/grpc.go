@@ -64,6 +64,7 @@ func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) err
 	srv, err := server.New(h.Engine, server.Options{
 		Endpoint:         endpoint,
 		Logger:           h.Logger,
+		MaxBodySize:      h.EngineOptions.MaxMessageSize,
 		AutoCreateTopics: h.EngineOptions.AutoCreateTopics,
 		AutoCreateGroups: h.EngineOptions.AutoCreateGroups,
 		DefaultQueues:    h.EngineOptions.DefaultQueues,
