@@ -387,6 +387,55 @@ func TestGRPCFIFO(t *testing.T) {
 		}
 	}
 	checkDeadLetter(t, k, group, topic, "poison", sent[len(sent)-2].ID)
+
+	// The messages of a group share one queue, in send order.
+	type place struct{ queue, index int }
+	placed := map[string]place{}
+	for q := range 4 {
+		for i, m := range k.queueMessages(topic, int32(q)) {
+			placed[string(m.Body)] = place{q, i}
+		}
+	}
+	for g, bodies := range wantOrder {
+		for i, b := range bodies[1:] {
+			prev, p := placed[bodies[i]], placed[b]
+			if p.queue != prev.queue || p.index <= prev.index {
+				t.Errorf("message group %s: %s stored at %v, %s at %v", g, bodies[i], prev, b, p)
+			}
+		}
+	}
+}
+
+// queueMessages returns the messages stored in one queue of topic.
+func (k *karman) queueMessages(topic string, queue int32) []*message.Message {
+	k.t.Helper()
+	var out []*message.Message
+	for offset := int64(0); ; {
+		resp := k.invoke(wire.PullMessage, &wire.PullMessageRequestHeader{
+			ConsumerGroup: "compat-inspector", Topic: topic, QueueID: queue, QueueOffset: offset, MaxMsgNums: 32,
+			SysFlag: wire.PullFlagSubscription, Subscription: "*", ExpressionType: wire.ExpressionTag,
+		}, nil)
+		switch resp.ResponseCode() {
+		case wire.Success:
+		case wire.PullNotFound, wire.PullOffsetMoved:
+			return out
+		default:
+			k.t.Fatalf("pull %s/%d: %s %s", topic, queue, resp.ResponseCode(), resp.Remark)
+		}
+		for body := resp.Body; len(body) > 0; {
+			m, size, err := message.DecodeStored(body)
+			if err != nil {
+				k.t.Fatal(err)
+			}
+			out = append(out, m)
+			body = body[size:]
+		}
+		next, err := strconv.ParseInt(resp.ExtFields["nextBeginOffset"], 10, 64)
+		if err != nil || next <= offset {
+			k.t.Fatalf("pull %s/%d: next offset %q after %d", topic, queue, resp.ExtFields["nextBeginOffset"], offset)
+		}
+		offset = next
+	}
 }
 
 // TestGRPCDelay: delayed messages arrive no earlier than their delivery
