@@ -19,6 +19,7 @@ import (
 // push consumer over remoting with id, body, tag, keys, message group and
 // properties intact.
 func TestGRPCToRemoting(t *testing.T) {
+	t.Parallel()
 	k := startKarman(t)
 	const topic = "GrpcToRemoting"
 	k.createTopic(topic, 2)
@@ -76,6 +77,7 @@ func TestGRPCToRemoting(t *testing.T) {
 // Node simple consumer over gRPC with id, body, tag, keys and user
 // properties intact, and no broker-internal property.
 func TestRemotingToGRPC(t *testing.T) {
+	t.Parallel()
 	k := startKarman(t)
 	const topic = "RemotingToGrpc"
 	k.createTopic(topic, 2)

@@ -19,7 +19,9 @@ import (
 
 // The gRPC front-end against the RocketMQ Node.js client: each test runs
 // scripts of testdata/node (see lib.js there) and checks what they sent
-// and received.
+// and received. Each test has a server of its own, so they run in
+// parallel: most of their time is spent waiting on the client's timers
+// and on invisible and delay times.
 
 // outMessage is a message a Node producer sends (send.js).
 type outMessage struct {
@@ -134,6 +136,7 @@ func checkDelivered(t *testing.T, topic string, want []outMessage, sent []sentMe
 // TestGRPCProducer: a Node producer's messages, with tags, keys and
 // properties, reach a Node simple consumer intact.
 func TestGRPCProducer(t *testing.T) {
+	t.Parallel()
 	testGRPCProducer(t, startKarman(t))
 }
 
@@ -206,6 +209,7 @@ func checkDeadLetter(t *testing.T, k *karman, group, topic, body, id string) {
 // and longer), redelivery once the invisible time passed with a growing
 // delivery attempt, and the dead-letter topic after max attempts.
 func TestGRPCSimpleConsumer(t *testing.T) {
+	t.Parallel()
 	k := startKarman(t)
 	const topic, group = "GrpcLifecycle", "grpc-lifecycle"
 	// A receive asks for at least 10 s (RocketMQ's proxy minimum); a change
@@ -283,6 +287,7 @@ func TestGRPCSimpleConsumer(t *testing.T) {
 // TestGRPCPushConsumer: a concurrent push consumer gets every message
 // once; one its listener fails comes back with the next delivery attempt.
 func TestGRPCPushConsumer(t *testing.T) {
+	t.Parallel()
 	testGRPCPushConsumer(t, startKarman(t))
 }
 
@@ -327,6 +332,7 @@ func testGRPCPushConsumer(t *testing.T, k *karman) {
 // is retried by the client up to the group's max attempts, then forwarded
 // to the dead-letter topic, and its group goes on after it.
 func TestGRPCFIFO(t *testing.T) {
+	t.Parallel()
 	k := startKarman(t)
 	const topic, group, perGroup, maxAttempts = "GrpcFifo", "grpc-fifo", 8, 3
 	k.createTypedTopic(topic, 4, "FIFO")
@@ -441,6 +447,7 @@ func (k *karman) queueMessages(topic string, queue int32) []*message.Message {
 // TestGRPCDelay: delayed messages arrive no earlier than their delivery
 // time (and not much later); a recalled one never arrives.
 func TestGRPCDelay(t *testing.T) {
+	t.Parallel()
 	k := startKarman(t)
 	const topic, group = "GrpcDelay", "grpc-delay"
 	k.createTypedTopic(topic, 1, "DELAY")
@@ -482,6 +489,7 @@ func TestGRPCDelay(t *testing.T) {
 // TestGRPCTransactions: commit and rollback, and orphaned transactions
 // the producer leaves open until the server's checks resolve them.
 func TestGRPCTransactions(t *testing.T) {
+	t.Parallel()
 	k := startKarman(t, "--transaction-timeout", "500ms", "--transaction-check-interval", "500ms")
 	const topic, group = "GrpcTransactions", "grpc-transactions"
 	k.createTypedTopic(topic, 1, "TRANSACTION")
@@ -561,6 +569,7 @@ func TestGRPCTransactions(t *testing.T) {
 // TestGRPCFilters: a tag and a SQL92 subscription each receive exactly
 // their subset of a topic's messages.
 func TestGRPCFilters(t *testing.T) {
+	t.Parallel()
 	k := startKarman(t)
 	const topic, n = "GrpcFilters", 300
 	k.createTypedTopic(topic, 1, "NORMAL")
@@ -620,6 +629,7 @@ func TestGRPCFilters(t *testing.T) {
 // karman binary, which then stops cleanly (and, built with the race
 // detector, reports no race).
 func TestGRPCBinary(t *testing.T) {
+	t.Parallel()
 	k := startBinary(t)
 	testGRPCProducer(t, k.karman)
 	testGRPCPushConsumer(t, k.karman)
