@@ -39,9 +39,7 @@ const (
 )
 
 func TestTimerMessagesOverAMinute(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes a minute; skipped with -short")
-	}
+	t.Parallel() // a minute, mostly waiting
 	k := startKarman(t)
 	const topic = "Timers"
 	k.createTopic(topic, 4)
