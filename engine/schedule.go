@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -52,7 +53,11 @@ func dueAfter(d time.Duration) int64 {
 
 // dueTime returns when msgs should be delivered, in ms since the epoch, or
 // 0 for now.
-func (e *Engine) dueTime(msgs []*message.Message, now int64) (int64, error) {
+func (e *Engine) dueTime(msgs []*message.Message) (int64, error) {
+	if !slices.ContainsFunc(msgs, hasScheduleProperty) {
+		return 0, nil // the common case, without reading the clock
+	}
+	now := dueAfter(0)
 	due, err := e.messageDue(msgs[0], now)
 	if err != nil || len(msgs) == 1 {
 		return due, err

@@ -161,7 +161,7 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 			return err
 		}
 	}
-	due, err := e.dueTime(msgs, dueAfter(0))
+	due, err := e.dueTime(msgs)
 	if err != nil {
 		return err
 	}
@@ -363,14 +363,13 @@ func (s *sendState) encode(e *Engine, m *message.Message, topic string, extra []
 		return fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 	}
 	id := m.Properties[message.PropertyUniqKey]
+	var generated []string
 	if id == "" {
 		id = e.ids.Next()
-		if s.buf, err = appendProperty(s.buf, start, message.PropertyUniqKey, id); err != nil {
-			return err
-		}
+		generated = []string{message.PropertyUniqKey, id}
 	}
-	for i := 0; i+1 < len(extra); i += 2 {
-		if s.buf, err = appendProperty(s.buf, start, extra[i], extra[i+1]); err != nil {
+	if len(generated) > 0 || len(extra) > 0 {
+		if s.buf, err = appendProperties(s.buf, start, generated, extra); err != nil {
 			return err
 		}
 	}
@@ -390,24 +389,29 @@ func (s *sendState) split() {
 	}
 }
 
-// appendProperty adds key=value to the properties of the record that starts
-// at buf[start:] and is the last one in buf. Properties are the last field
-// of a stored record, so the pair is appended and the two lengths fixed.
-func appendProperty(buf []byte, start int, key, value string) ([]byte, error) {
+// appendProperties adds the name, value pairs of each of pairs to the
+// properties of the record that starts at buf[start:] and is the last one
+// in buf. Properties are the last field of a stored record, so the pairs
+// are appended and the two lengths fixed.
+func appendProperties(buf []byte, start int, pairs ...[]string) ([]byte, error) {
 	rec := buf[start:]
 	h, err := message.PeekStored(rec)
 	if err != nil {
 		return buf, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 	}
-	propsLen := len(h.Properties) + len(key) + len(value) + 2
-	if propsLen > math.MaxInt16 {
-		return buf, fmt.Errorf("%w: properties longer than %d bytes", ErrInvalidMessage, math.MaxInt16)
-	}
 	lenAt := start + len(rec) - len(h.Properties) - 2
-	buf = append(buf, key...)
-	buf = append(buf, 1)
-	buf = append(buf, value...)
-	buf = append(buf, 2)
+	for _, kv := range pairs {
+		for i := 0; i+1 < len(kv); i += 2 {
+			buf = append(buf, kv[i]...)
+			buf = append(buf, 1)
+			buf = append(buf, kv[i+1]...)
+			buf = append(buf, 2)
+		}
+	}
+	propsLen := len(buf) - lenAt - 2
+	if propsLen > math.MaxInt16 {
+		return buf[:start+len(rec)], fmt.Errorf("%w: properties longer than %d bytes", ErrInvalidMessage, math.MaxInt16)
+	}
 	binary.BigEndian.PutUint16(buf[lenAt:], uint16(propsLen))
 	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start))
 	return buf, nil
