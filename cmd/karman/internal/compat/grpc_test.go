@@ -567,7 +567,8 @@ func TestGRPCTransactions(t *testing.T) {
 }
 
 // TestGRPCFilters: a tag and a SQL92 subscription each receive exactly
-// their subset of a topic's messages.
+// their subset of a topic's messages; a subscription with an invalid SQL92
+// expression is refused.
 func TestGRPCFilters(t *testing.T) {
 	t.Parallel()
 	k := startKarman(t)
@@ -599,6 +600,9 @@ func TestGRPCFilters(t *testing.T) {
 	wantTag["last"], wantSQL["last"] = true, true
 	k.nodeSend(topic, out)
 
+	// A subscription whose expression does not parse is refused when the
+	// consumer starts, and disturbs nothing.
+	refused := k.startNode("refused", map[string]any{"topic": topic, "group": "grpc-filter-bad", "expression": "price >>> 1 AND", "sql": true})
 	byTag := k.startNode("simple", map[string]any{"topic": topic, "group": "grpc-filter-tag", "expression": "red || white", "until": "last"})
 	bySQL := k.startNode("simple", map[string]any{"topic": topic, "group": "grpc-filter-sql", "expression": sql, "sql": true, "until": "last"})
 	for name, c := range map[string]struct {
@@ -622,6 +626,14 @@ func TestGRPCFilters(t *testing.T) {
 				t.Errorf("%s subscription missed %s", name, body)
 			}
 		}
+	}
+	var bad struct {
+		Started bool   `json:"started"`
+		Error   string `json:"error"`
+	}
+	refused.wait(&bad)
+	if bad.Started || !strings.Contains(bad.Error, "response-code=40010") { // ILLEGAL_FILTER_EXPRESSION
+		t.Errorf("a consumer subscribing with an invalid SQL92 expression started: %v, error: %s", bad.Started, bad.Error)
 	}
 }
 
