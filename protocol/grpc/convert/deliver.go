@@ -44,24 +44,6 @@ type Delivery struct {
 	Invisible time.Duration
 }
 
-// delivered holds a message and the parts it points to, so that one
-// allocation builds all of them.
-type delivered struct {
-	msg       rmqpb.Message
-	sys       rmqpb.SystemProperties
-	topic     rmqpb.Resource
-	digest    rmqpb.Digest
-	born      timestamppb.Timestamp
-	store     timestamppb.Timestamp
-	due       timestamppb.Timestamp
-	invisible durationpb.Duration
-	dlq       rmqpb.DeadLetterQueue
-
-	tag, handle, group, trace string
-	offset                    int64
-	attempt                   int32
-}
-
 // Deliver returns the message a consumer receives for the stored record
 // rec (see message.PeekStored):
 //
@@ -80,182 +62,318 @@ type delivered struct {
 //
 // A compressed body (SYSFLAG bit 0, zlib) is inflated, since RocketMQ 5
 // clients only understand gzip; a body that does not inflate, or that is
-// compressed with another codec, is delivered as stored. The message's
-// strings and body alias nothing in rec except the body of an
-// uncompressed record, which the message shares: rec must not change
-// while the message is in use.
+// compressed with another codec, is delivered as stored. Protocol strings
+// are UTF-8: invalid bytes in properties become U+FFFD. The message's
+// strings alias nothing in rec, but an uncompressed body is rec's: rec
+// must not change while the message is in use.
 //
-// Errors wrap ErrCorrupt.
+// AppendMessage writes the same message in its wire form. Errors wrap
+// ErrCorrupt.
 func Deliver(rec []byte, d Delivery) (*rmqpb.Message, error) {
-	h, err := message.PeekStored(rec)
+	sc, err := scanRecord(rec)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, err
 	}
 	b := new(delivered)
 	m, sp := &b.msg, &b.sys
 	m.Topic, m.SystemProperties = &b.topic, sp
 
-	topic := d.Topic
-	if string(h.Topic) != topic {
-		topic = strings.ToValidUTF8(string(h.Topic), "\uFFFD")
-	}
-	b.topic.ResourceNamespace = d.Namespace
-
-	var (
-		retryTopic, delayDue, timerSource string
-		dlqTopic, dlqID, bornHost         string
-		transaction, delay                bool
-	)
 	// One string holds every property; names and values are substrings
-	// of it. Protocol strings must be UTF-8: invalid bytes (old clients
-	// writing other encodings) become U+FFFD. The separators are ASCII,
-	// so no piece of a valid string is invalid.
-	props := string(h.Properties)
-	if !utf8.ValidString(props) {
-		props = strings.ToValidUTF8(props, "\uFFFD")
-	}
-	for rest := props; rest != ""; {
-		var piece string
-		piece, rest, _ = strings.Cut(rest, "\x02")
-		k, v, ok := strings.Cut(piece, "\x01")
-		if !ok || k == "" || strings.IndexByte(v, 1) >= 0 {
-			continue // not a pair: skipped, as message.DecodeProperties does
-		}
-		switch k {
-		case message.PropertyTags:
-			b.tag = v
-			sp.Tag = &b.tag
-		case message.PropertyKeys:
-			sp.Keys = sp.Keys[:0]
-			for key := range strings.SplitSeq(v, message.KeySeparator) {
-				if key != "" {
-					sp.Keys = append(sp.Keys, key)
-				}
-			}
-		case message.PropertyUniqKey:
-			sp.MessageId = v
-		case message.PropertyShardingKey:
-			b.group = v
-			sp.MessageGroup = &b.group
-		case message.PropertyTransactionPrepared:
-			transaction = strings.EqualFold(v, "true")
-		case message.PropertyDelayLevel, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS:
-			delay = true
-		case message.PropertyTimerDeliverMS:
-			delay, delayDue = true, v
-		case propertyTimerSource:
-			timerSource = v
-		case message.PropertyBornHost:
-			bornHost = v
-		case message.PropertyTraceContext:
-			b.trace = v
-			sp.TraceContext = &b.trace
-		case message.PropertyRetryTopic:
-			retryTopic = v
-		case message.PropertyDLQOriginTopic:
-			dlqTopic = v
-		case message.PropertyDLQOriginMessageID:
-			dlqID = v
-		default:
-			if systemProperties[k] || strings.HasPrefix(k, message.PropertyTransientPrefix) {
-				continue
-			}
-			if m.UserProperties == nil {
-				m.UserProperties = make(map[string]string, 4)
-			}
-			m.UserProperties[k] = v
-		}
+	// of it.
+	props := string(sc.props)
+	str := func(s span) string { return props[s.start:s.end] }
+	b.topic.ResourceNamespace = d.Namespace
+	switch {
+	case sc.retryTopic.len() > 0 && sc.isRetry:
+		b.topic.Name = str(sc.retryTopic)
+	case string(sc.topic) == d.Topic:
+		b.topic.Name = d.Topic
+	default:
+		b.topic.Name = string(sc.topic)
 	}
 
-	if retryTopic != "" && strings.HasPrefix(topic, message.RetryTopicPrefix) {
-		topic = retryTopic
+	for off := 0; off < len(sc.props); {
+		k, v, next, ok := nextPair(sc.props, off)
+		off = next
+		if !ok || isSystemName(sc.props[k.start:k.end]) {
+			continue
+		}
+		if m.UserProperties == nil {
+			m.UserProperties = make(map[string]string, 4)
+		}
+		m.UserProperties[str(k)] = str(v)
 	}
-	b.topic.Name = topic
 
-	body := h.Body
-	if h.SysFlag&message.SysFlagCompressed != 0 {
-		body = inflate(h.SysFlag, h.Body)
+	if sc.tag.ok {
+		b.tag = str(sc.tag)
+		sp.Tag = &b.tag
 	}
+	for key := range strings.SplitSeq(str(sc.keys), message.KeySeparator) {
+		if key != "" {
+			sp.Keys = append(sp.Keys, key)
+		}
+	}
+	if sc.msgID.len() > 0 {
+		sp.MessageId = str(sc.msgID)
+	} else {
+		sp.MessageId = message.OffsetID(sc.h.StoreHost, sc.h.CommitLogOffset)
+	}
+	body := sc.body()
 	m.Body = body
-	sum := md5.Sum(body)
-	var hexSum [2 * md5.Size]byte
-	for i, c := range sum {
-		hexSum[2*i], hexSum[2*i+1] = hexUpper[c>>4], hexUpper[c&0x0F]
-	}
 	b.digest.Type = rmqpb.DigestType_MD5
-	b.digest.Checksum = string(hexSum[:])
+	b.digest.Checksum = string(appendMD5(nil, body))
 	sp.BodyDigest = &b.digest
 	sp.BodyEncoding = rmqpb.Encoding_IDENTITY
-
-	if sp.MessageId == "" {
-		sp.MessageId = message.OffsetID(h.StoreHost, h.CommitLogOffset)
+	sp.MessageType = sc.messageType()
+	setMillis(&b.born, sc.h.BornTimestamp)
+	sp.BornTimestamp = &b.born
+	if sc.bornHost.len() > 0 {
+		sp.BornHost = str(sc.bornHost)
+	} else if a := sc.h.BornHost.Addr(); a.IsValid() {
+		sp.BornHost = a.Unmap().String()
 	}
-
-	// A delivered timer message no longer carries its timer properties;
-	// TIMER_SRC ("due,offset") names the timer entry it came from.
-	if due, _, ok := strings.Cut(timerSource, ","); ok && delayDue == "" {
-		delay, delayDue = true, due
+	setMillis(&b.store, sc.h.StoreTimestamp)
+	sp.StoreTimestamp = &b.store
+	if sc.h.StoreHost.Addr().IsValid() {
+		sp.StoreHost = sc.h.StoreHost.String()
 	}
-	switch {
-	case transaction:
-		sp.MessageType = rmqpb.MessageType_TRANSACTION
-	case delay:
-		sp.MessageType = rmqpb.MessageType_DELAY
-	case sp.MessageGroup != nil:
-		sp.MessageType = rmqpb.MessageType_FIFO
-	default:
-		sp.MessageType = rmqpb.MessageType_NORMAL
-	}
-	if ms, err := strconv.ParseInt(delayDue, 10, 64); err == nil && ms > 0 {
-		setMillis(&b.due, ms)
+	if due := sc.dueMillis(); due > 0 {
+		setMillis(&b.due, due)
 		sp.DeliveryTimestamp = &b.due
 	}
-
-	setMillis(&b.born, h.BornTimestamp)
-	sp.BornTimestamp = &b.born
-	if bornHost == "" && h.BornHost.Addr().IsValid() {
-		bornHost = h.BornHost.Addr().Unmap().String()
-	}
-	sp.BornHost = bornHost
-	setMillis(&b.store, h.StoreTimestamp)
-	sp.StoreTimestamp = &b.store
-	if h.StoreHost.Addr().IsValid() {
-		sp.StoreHost = h.StoreHost.String()
-	}
-
-	sp.QueueId = h.QueueID
-	b.offset = h.QueueOffset
-	sp.QueueOffset = &b.offset
-	b.attempt = d.Attempt
-	if b.attempt <= 0 {
-		b.attempt = max(h.ReconsumeTimes, 0) + 1
-	}
-	sp.DeliveryAttempt = &b.attempt
 	if d.Handle != "" {
 		b.handle = d.Handle
 		sp.ReceiptHandle = &b.handle
 	}
+	sp.QueueId = sc.h.QueueID
+	b.offset = sc.h.QueueOffset
+	sp.QueueOffset = &b.offset
 	if d.Invisible > 0 {
-		b.invisible.Seconds = int64(d.Invisible / time.Second)
-		b.invisible.Nanos = int32(d.Invisible % time.Second)
+		p := durationParts(d.Invisible)
+		b.invisible.Seconds, b.invisible.Nanos = p.secs, p.nanos
 		sp.InvisibleDuration = &b.invisible
 	}
-	if dlqTopic != "" || dlqID != "" {
-		b.dlq.Topic, b.dlq.MessageId = dlqTopic, dlqID
+	b.attempt = sc.attempt(d)
+	sp.DeliveryAttempt = &b.attempt
+	if sc.group.ok {
+		b.group = str(sc.group)
+		sp.MessageGroup = &b.group
+	}
+	if sc.trace.ok {
+		b.trace = str(sc.trace)
+		sp.TraceContext = &b.trace
+	}
+	if sc.dlqTopic.len() > 0 || sc.dlqID.len() > 0 {
+		b.dlq.Topic, b.dlq.MessageId = str(sc.dlqTopic), str(sc.dlqID)
 		sp.DeadLetterQueue = &b.dlq
 	}
 	return m, nil
 }
 
+// delivered holds a message and the parts it points to, so that one
+// allocation builds all of them.
+type delivered struct {
+	msg       rmqpb.Message
+	sys       rmqpb.SystemProperties
+	topic     rmqpb.Resource
+	digest    rmqpb.Digest
+	born      timestamppb.Timestamp
+	store     timestamppb.Timestamp
+	due       timestamppb.Timestamp
+	invisible durationpb.Duration
+	dlq       rmqpb.DeadLetterQueue
+
+	tag, handle, group, trace string
+	offset                    int64
+	attempt                   int32
+}
+
+// span is a range of a properties string; ok says the property is there.
+type span struct {
+	start, end int
+	ok         bool
+}
+
+func (s span) len() int { return s.end - s.start }
+
+// scanned is a stored record read for delivery: its header, and where its
+// system properties are in its (UTF-8) properties string.
+type scanned struct {
+	h       message.Header
+	props   []byte
+	topic   []byte // the record's topic, UTF-8
+	isRetry bool   // the topic is a retry topic
+
+	tag, keys, msgID, group, trace, bornHost span
+	retryTopic, dlqTopic, dlqID, due         span
+	transaction, delay                       bool
+}
+
+// scanRecord reads rec's header and properties in place.
+func scanRecord(rec []byte) (scanned, error) {
+	var sc scanned
+	h, err := message.PeekStored(rec)
+	if err != nil {
+		return sc, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	sc.h = h
+	sc.props, sc.topic = h.Properties, h.Topic
+	// Old clients may write properties in other encodings. The
+	// separators are ASCII, so no piece of a valid string is invalid.
+	if !utf8.Valid(sc.props) {
+		sc.props = []byte(strings.ToValidUTF8(string(sc.props), "\uFFFD"))
+	}
+	if !utf8.Valid(sc.topic) {
+		sc.topic = []byte(strings.ToValidUTF8(string(sc.topic), "\uFFFD"))
+	}
+	sc.isRetry = bytes.HasPrefix(sc.topic, []byte(message.RetryTopicPrefix))
+	var timerSource span
+	for off := 0; off < len(sc.props); {
+		k, v, next, ok := nextPair(sc.props, off)
+		off = next
+		if !ok {
+			continue
+		}
+		// Later occurrences win, as message.DecodeProperties reads them.
+		switch string(sc.props[k.start:k.end]) {
+		case message.PropertyTags:
+			sc.tag = v
+		case message.PropertyKeys:
+			sc.keys = v
+		case message.PropertyUniqKey:
+			sc.msgID = v
+		case message.PropertyShardingKey:
+			sc.group = v
+		case message.PropertyTransactionPrepared:
+			sc.transaction = bytes.EqualFold(sc.props[v.start:v.end], []byte("true"))
+		case message.PropertyDelayLevel, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS:
+			sc.delay = true
+		case message.PropertyTimerDeliverMS:
+			sc.delay, sc.due = true, v
+		case propertyTimerSource:
+			timerSource = v
+		case message.PropertyBornHost:
+			sc.bornHost = v
+		case message.PropertyTraceContext:
+			sc.trace = v
+		case message.PropertyRetryTopic:
+			sc.retryTopic = v
+		case message.PropertyDLQOriginTopic:
+			sc.dlqTopic = v
+		case message.PropertyDLQOriginMessageID:
+			sc.dlqID = v
+		}
+	}
+	// A delivered timer message no longer carries its timer properties;
+	// TIMER_SRC ("due,offset") names the timer entry it came from.
+	if !sc.due.ok && timerSource.ok {
+		if i := bytes.IndexByte(sc.props[timerSource.start:timerSource.end], ','); i >= 0 {
+			sc.delay = true
+			sc.due = span{timerSource.start, timerSource.start + i, true}
+		}
+	}
+	return sc, nil
+}
+
+// nextPair returns the name and value of the piece of props starting at
+// off, and where the next piece starts. ok is false for a piece that is
+// not a pair (skipped, as message.DecodeProperties skips it).
+func nextPair(props []byte, off int) (k, v span, next int, ok bool) {
+	end := len(props)
+	if i := bytes.IndexByte(props[off:], 0x02); i >= 0 {
+		end = off + i
+	}
+	piece := props[off:end]
+	i := bytes.IndexByte(piece, 0x01)
+	if i <= 0 || bytes.IndexByte(piece[i+1:], 0x01) >= 0 {
+		return k, v, end + 1, false
+	}
+	return span{off, off + i, true}, span{off + i + 1, end, true}, end + 1, true
+}
+
+// isSystemName reports whether a property is a system property, which is
+// not delivered as a user property.
+func isSystemName(k []byte) bool {
+	return systemProperties[string(k)] || bytes.HasPrefix(k, []byte(message.PropertyTransientPrefix))
+}
+
+func (sc *scanned) bytes(s span) []byte { return sc.props[s.start:s.end] }
+
+// body returns the body to deliver: inflated when compressed.
+func (sc *scanned) body() []byte {
+	if sc.h.SysFlag&message.SysFlagCompressed != 0 {
+		return inflate(sc.h.SysFlag, sc.h.Body)
+	}
+	return sc.h.Body
+}
+
+func (sc *scanned) messageType() rmqpb.MessageType {
+	switch {
+	case sc.transaction:
+		return rmqpb.MessageType_TRANSACTION
+	case sc.delay:
+		return rmqpb.MessageType_DELAY
+	case sc.group.ok:
+		return rmqpb.MessageType_FIFO
+	}
+	return rmqpb.MessageType_NORMAL
+}
+
+// dueMillis returns the delivery time of a timer message, 0 when it has
+// none.
+func (sc *scanned) dueMillis() int64 {
+	if !sc.due.ok {
+		return 0
+	}
+	ms, err := strconv.ParseInt(string(sc.bytes(sc.due)), 10, 64)
+	if err != nil || ms <= 0 {
+		return 0
+	}
+	return ms
+}
+
+func (sc *scanned) attempt(d Delivery) int32 {
+	if d.Attempt > 0 {
+		return d.Attempt
+	}
+	return max(sc.h.ReconsumeTimes, 0) + 1
+}
+
 const hexUpper = "0123456789ABCDEF"
 
-func setMillis(t *timestamppb.Timestamp, ms int64) {
-	t.Seconds = ms / 1000
-	t.Nanos = int32(ms%1000) * int32(time.Millisecond)
-	if t.Nanos < 0 {
-		t.Seconds--
-		t.Nanos += int32(time.Second)
+// appendMD5 appends the uppercase hex MD5 of body.
+func appendMD5(dst, body []byte) []byte {
+	sum := md5.Sum(body)
+	for _, c := range sum {
+		dst = append(dst, hexUpper[c>>4], hexUpper[c&0x0F])
 	}
+	return dst
+}
+
+func setMillis(t *timestamppb.Timestamp, ms int64) {
+	p := millisParts(ms)
+	t.Seconds, t.Nanos = p.secs, p.nanos
+}
+
+// timeParts are the fields of a Timestamp or a Duration.
+type timeParts struct {
+	secs  int64
+	nanos int32
+}
+
+// millisParts splits ms since the epoch into a Timestamp's seconds and
+// non-negative nanoseconds.
+func millisParts(ms int64) timeParts {
+	s, n := ms/1000, int32(ms%1000)*int32(time.Millisecond)
+	if n < 0 {
+		s--
+		n += int32(time.Second)
+	}
+	return timeParts{s, n}
+}
+
+func durationParts(d time.Duration) timeParts {
+	return timeParts{int64(d / time.Second), int32(d % time.Second)}
 }
 
 // propertyTimerSource is the property the engine puts on a timer message

@@ -310,7 +310,28 @@ func FuzzDeliver(f *testing.F) {
 		if _, err := proto.Marshal(m); err != nil {
 			t.Fatalf("marshal: %v", err)
 		}
+		checkWire(t, rec, Delivery{Topic: "T", Handle: "h"}, m)
 	})
+}
+
+// checkWire checks that AppendMessage encodes the message Deliver built.
+func checkWire(t *testing.T, rec []byte, d Delivery, want *rmqpb.Message) {
+	t.Helper()
+	prefix := []byte("prefix")
+	b, err := AppendMessage(prefix, rec, d)
+	if err != nil {
+		t.Fatalf("AppendMessage: %v", err)
+	}
+	if string(b[:len(prefix)]) != "prefix" {
+		t.Fatal("AppendMessage changed what dst held")
+	}
+	var got rmqpb.Message
+	if err := proto.Unmarshal(b[len(prefix):], &got); err != nil {
+		t.Fatalf("unmarshal: %v", err)
+	}
+	if !proto.Equal(&got, want) {
+		t.Fatalf("AppendMessage decodes to\n%v\nDeliver built\n%v", &got, want)
+	}
 }
 
 func BenchmarkDeliver(b *testing.B) {

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"github.com/karmanmq/karman/protocol/grpc/session"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // ReceiveMessage pops messages of a topic for a consumer group (RocketMQ's
@@ -139,11 +142,20 @@ func (s *Server) receiveRequest(ctx context.Context, req *rmqpb.ReceiveMessageRe
 	return r, nil
 }
 
-// deliver streams popped messages: the status, then each message. With
-// auto_renew their leases start before anything is sent; when the stream
-// breaks they end, so the messages come back when their lease runs out.
+// deliver streams popped messages: the status, then each message, each
+// encoded straight from its stored record (see codec.go). With auto_renew
+// their leases start before anything is sent; when the stream breaks
+// they end, so the messages come back when their lease runs out.
 func (s *Server) deliver(ctx context.Context, stream grpc.ServerStreamingServer[rmqpb.ReceiveMessageResponse], r *receive, popped []engine.PoppedMessage) error {
-	msgs := make([]*rmqpb.Message, 0, len(popped))
+	pool := mem.DefaultBufferPool()
+	frames := make([]mem.Buffer, 0, len(popped))
+	defer func() {
+		for _, f := range frames {
+			if f != nil {
+				f.Free()
+			}
+		}
+	}()
 	var leases []*lease
 	if r.owner != nil {
 		leases = make([]*lease, 0, len(popped))
@@ -153,7 +165,7 @@ func (s *Server) deliver(ctx context.Context, stream grpc.ServerStreamingServer[
 	for i := range popped {
 		p := &popped[i]
 		d.Handle, d.Attempt = p.Handle, p.Attempt
-		m, err := convert.Deliver(p.Record, d)
+		f, err := encodeDelivery(pool, p.Record, d)
 		if err != nil {
 			// The engine only hands out records that decode; one that does
 			// not could never be consumed, so it is acknowledged.
@@ -163,25 +175,66 @@ func (s *Server) deliver(ctx context.Context, stream grpc.ServerStreamingServer[
 			}
 			continue
 		}
-		msgs = append(msgs, m)
+		frames = append(frames, f)
 		if r.owner != nil {
 			leases = append(leases, s.leases.add(r.owner, r.pop.Group, p.Handle, p.Deadline, now.Add(s.opts.Consume.MaxRenew)))
 		}
 	}
-	if len(msgs) == 0 {
+	if len(frames) == 0 {
 		return stream.Send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Status{
 			Status: &rmqpb.Status{Code: rmqpb.Code_MESSAGE_NOT_FOUND, Message: "no message visible"},
 		}})
 	}
 	err := stream.Send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Status{Status: okStatus()}})
-	for _, m := range msgs {
+	var e encoded
+	for i, f := range frames {
 		if err != nil {
 			break
 		}
-		err = stream.Send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Message{Message: m}})
+		e.buf, frames[i] = f, nil
+		err = stream.SendMsg(&e)
+		if e.buf != nil { // not taken by the codec
+			e.buf.Free()
+			e.buf = nil
+		}
 	}
 	if err != nil && len(leases) > 0 {
 		s.leases.remove(r.owner, leases...)
 	}
 	return err
 }
+
+// frameReserve is the room encodeDelivery leaves for the header of a
+// ReceiveMessageResponse: its tag and a length of up to five bytes.
+const frameReserve = 6
+
+// encodeDelivery returns the wire form of a ReceiveMessageResponse
+// carrying the message of rec, in a buffer of pool.
+func encodeDelivery(pool mem.BufferPool, rec []byte, d convert.Delivery) (mem.Buffer, error) {
+	bufp := pool.Get(frameReserve + len(rec) + len(d.Handle) + 256)
+	b, err := convert.AppendMessage((*bufp)[:frameReserve], rec, d)
+	if err != nil {
+		pool.Put(bufp)
+		return nil, err
+	}
+	// The header goes in front of the message, which moves down when its
+	// length takes fewer bytes than reserved.
+	n := len(b) - frameReserve
+	hl := protowire.SizeTag(fieldResponseMessage) + protowire.SizeVarint(uint64(n))
+	if shift := frameReserve - hl; shift > 0 {
+		copy(b[hl:], b[frameReserve:])
+		b = b[:len(b)-shift]
+	}
+	h := protowire.AppendTag(b[:0], fieldResponseMessage, protowire.BytesType)
+	protowire.AppendVarint(h, uint64(n))
+	if unsafe.SliceData(b) != unsafe.SliceData(*bufp) {
+		// A body that inflated outgrew the pool's buffer.
+		pool.Put(bufp)
+		return mem.SliceBuffer(b), nil
+	}
+	*bufp = b
+	return mem.NewBuffer(bufp, pool), nil
+}
+
+// fieldResponseMessage is the number of ReceiveMessageResponse.message.
+const fieldResponseMessage protowire.Number = 2

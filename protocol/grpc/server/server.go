@@ -138,11 +138,13 @@ func endpointOf(hostport string) (*rmqpb.Endpoints, error) {
 }
 
 // ServerOptions returns the grpc.ServerOptions the service needs: the
-// interceptors that tie each call to its client session.
+// interceptors that tie each call to its client session, and the codec
+// that sends messages encoded straight from stored records (codec.go).
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
+		grpc.ForceServerCodecV2(newCodec()),
 	}
 }
 
