@@ -65,6 +65,8 @@ type nodeMessage struct {
 	BornAt     int64             `json:"bornAt"`
 	DeliverAt  int64             `json:"deliverAt"`
 	ReceivedAt int64             `json:"receivedAt"`
+	Consumer   int               `json:"consumer"` // which of push.js's consumers
+	DoneAt     int64             `json:"doneAt"`   // when push.js's listener returned
 }
 
 func (m nodeMessage) String() string {
@@ -284,8 +286,18 @@ func TestGRPCSimpleConsumer(t *testing.T) {
 	checkDeadLetter(t, k, group, topic, "expire-me", ids["expire-me"])
 }
 
-// TestGRPCPushConsumer: a concurrent push consumer gets every message
-// once; one its listener fails comes back with the next delivery attempt.
+// logShares logs how many deliveries each of push.js's consumers had.
+func logShares(t *testing.T, ds []nodeMessage) {
+	shares := map[int]int{}
+	for _, d := range ds {
+		shares[d.Consumer]++
+	}
+	t.Logf("deliveries per consumer: %v", shares)
+}
+
+// TestGRPCPushConsumer: two concurrent push consumers of a group get every
+// message once between them; one a listener fails comes back with the
+// next delivery attempt.
 func TestGRPCPushConsumer(t *testing.T) {
 	t.Parallel()
 	testGRPCPushConsumer(t, startKarman(t))
@@ -304,7 +316,8 @@ func testGRPCPushConsumer(t *testing.T, k *karman) {
 	var res struct {
 		Deliveries []nodeMessage `json:"deliveries"`
 	}
-	k.node("push", map[string]any{"topic": topic, "group": group, "count": len(out), "failOnce": []string{"fail-once"}}, &res)
+	k.node("push", map[string]any{"topic": topic, "group": group, "consumers": 2, "count": len(out), "failOnce": []string{"fail-once"}}, &res)
+	logShares(t, res.Deliveries)
 	got := deliveriesOf(res.Deliveries)
 	for i, m := range out {
 		ds := got[m.Body]
@@ -327,8 +340,9 @@ func testGRPCPushConsumer(t *testing.T, k *karman) {
 	}
 }
 
-// TestGRPCFIFO: FIFO messages of several message groups reach a FIFO push
-// consumer in send order per group; a message its listener always fails
+// TestGRPCFIFO: FIFO messages of several message groups reach two FIFO
+// push consumers of a group in send order per group, one message of a
+// group at a time across both; a message a listener always fails
 // is retried by the client up to the group's max attempts, then forwarded
 // to the dead-letter topic, and its group goes on after it.
 func TestGRPCFIFO(t *testing.T) {
@@ -355,8 +369,25 @@ func TestGRPCFIFO(t *testing.T) {
 	var res struct {
 		Deliveries []nodeMessage `json:"deliveries"`
 	}
-	k.node("push", map[string]any{"topic": topic, "group": group, "count": len(out) - 1,
-		"poison": []string{"poison"}, "poisonAttempts": maxAttempts}, &res)
+	k.node("push", map[string]any{"topic": topic, "group": group, "consumers": 2, "count": len(out) - 1,
+		"poison": []string{"poison"}, "poisonAttempts": maxAttempts, "holdMs": 20}, &res)
+	logShares(t, res.Deliveries)
+
+	// No message of a group is handed out while its predecessor is still
+	// being consumed, by either consumer.
+	byGroup := map[string][]nodeMessage{}
+	for _, d := range res.Deliveries {
+		byGroup[d.Group] = append(byGroup[d.Group], d)
+	}
+	for g, ds := range byGroup {
+		slices.SortFunc(ds, func(a, b nodeMessage) int { return int(a.ReceivedAt - b.ReceivedAt) })
+		for i := 1; i < len(ds); i++ {
+			if ds[i].ReceivedAt < ds[i-1].DoneAt {
+				t.Errorf("message group %s: %s (consumer %d) was consumed from %d, before %s (consumer %d) was done at %d",
+					g, ds[i].Body, ds[i].Consumer, ds[i].ReceivedAt, ds[i-1].Body, ds[i-1].Consumer, ds[i-1].DoneAt)
+			}
+		}
+	}
 
 	// Per message group: the deliveries, with each message's repeated
 	// deliveries collapsed, are the send order, and each message but the
