@@ -10,7 +10,8 @@
 //   - convert/: messages between the protocol and the engine's stored form
 //     (no network code);
 //   - session/: the clients the server knows, by x-mq-client-id: their
-//     settings, telemetry streams and the receipts it renews for them;
+//     settings and telemetry streams, and when they are gone (which
+//     ends the renewal of their receipts);
 //   - server/: one file per RPC, executing each request on the engine, and
 //     the one table that turns engine errors into status codes.
 package grpc

@@ -225,6 +225,23 @@ func TestForwardToDeadLetter(t *testing.T) {
 	if resp, _ := h.client.ForwardMessageToDeadLetterQueue(ctx, req); resp.GetStatus().GetCode() != rmqpb.Code_INVALID_RECEIPT_HANDLE {
 		t.Errorf("forward of garbage: %v", resp.GetStatus())
 	}
+
+	// A handle replaced since is answered OK (clients retry anything
+	// else forever) but forwards nothing: the message is in flight.
+	h.send("T", "stale")
+	msgs = h.mustReceive(ctx, receiveReq("G", "T", 1, 30*time.Second), rmqpb.Code_OK)
+	old := msgs[0].GetSystemProperties().GetReceiptHandle()
+	cur := h.changeInvisible(ctx, "G", "T", old, time.Minute).GetReceiptHandle()
+	req.ReceiptHandle = old
+	if resp, _ := h.client.ForwardMessageToDeadLetterQueue(ctx, req); resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Errorf("forward with a replaced handle: %v", resp.GetStatus())
+	}
+	if dl := h.pullAll(ctx, "G", message.DLQTopic("G"), 0); len(dl) != 1 {
+		t.Errorf("a replaced handle forwarded its message: %d dead letters", len(dl))
+	}
+	if code := h.ackHandle(ctx, "G", "T", cur); code != rmqpb.Code_OK {
+		t.Errorf("ack with the current handle: %v", code)
+	}
 }
 
 func TestFIFOOrderAndBlocking(t *testing.T) {
