@@ -156,14 +156,29 @@ func (e *Engine) systemQueue(name string) (*queueState, error) {
 func (e *Engine) deliverDue(ctx context.Context, due []timer.Entry) error {
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
+	last := int64(-1) // the last record appended
+	err := e.deliverAll(s, due, &last)
+	if last >= 0 {
+		// Also after a failure: the scheduler retries from the first
+		// entry, and must find those delivered so far retired.
+		if werr := e.disp.waitFor(ctx, last+1); err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// deliverAll appends the copies of due to their queues, in batches, and
+// the records that retire the entries it cannot deliver; last is set to
+// the offset of each record appended.
+func (e *Engine) deliverAll(s *sendState, due []timer.Entry, last *int64) error {
 	limit := int(min(1<<20, e.opts.SegmentSize/4)) // a batch must fit in a segment
-	last := int64(-1)
 	flush := func() error {
 		if err := e.appendMoved(s); err != nil {
 			return err
 		}
 		if n := len(s.offs); n > 0 {
-			last = s.offs[n-1]
+			*last = s.offs[n-1]
 		}
 		s.reset()
 		return nil
@@ -174,29 +189,25 @@ func (e *Engine) deliverDue(ctx context.Context, due []timer.Entry) error {
 				return err
 			}
 		}
-		if err := e.deliverOne(s, en); err != nil {
-			if !errors.Is(err, errDropScheduled) {
-				return err
-			}
-			// Keep the log in due order: what was gathered goes first.
-			if err := flush(); err != nil {
-				return err
-			}
-			source := strconv.FormatInt(en.Due, 10) + "," + strconv.FormatInt(en.Offset, 10)
-			if err := e.retireTimer(s, source); err != nil {
-				return err
-			}
-			last = s.offs[0]
-			s.reset()
+		err := e.deliverOne(s, en)
+		if err == nil {
+			continue
 		}
+		if !errors.Is(err, errDropScheduled) {
+			return err
+		}
+		// Keep the log in due order: what was gathered goes first.
+		if err := flush(); err != nil {
+			return err
+		}
+		source := strconv.FormatInt(en.Due, 10) + "," + strconv.FormatInt(en.Offset, 10)
+		if err := e.retireTimer(s, source); err != nil {
+			return err
+		}
+		*last = s.offs[0]
+		s.reset()
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if last < 0 {
-		return nil
-	}
-	return e.disp.waitFor(ctx, last+1)
+	return flush()
 }
 
 // errDropScheduled reports a scheduled message that cannot be delivered:
