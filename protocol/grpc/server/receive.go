@@ -36,7 +36,7 @@ import (
 // the cap), and always answered LongPollingReserve before the call's
 // deadline. Messages that pass the group's max attempts go to its
 // dead-letter topic instead of being delivered; the max attempts are
-// those of the client's declared retry policy, else the group's.
+// those of the retry policy in the client's settings, else the group's.
 func (s *Server) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.ServerStreamingServer[rmqpb.ReceiveMessageResponse]) error {
 	ctx := stream.Context()
 	r, err := s.receiveRequest(ctx, req)
