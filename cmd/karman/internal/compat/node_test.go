@@ -135,6 +135,10 @@ func installedClient() string {
 	return pkg.Version
 }
 
+// maxNodeArg is the most parameters a script takes: Linux limits one
+// argument to 128 KiB. Large bodies are sent as a short body repeated.
+const maxNodeArg = 100 << 10
+
 // nodeTimeout bounds one script unless the test gives another.
 const nodeTimeout = 90 * time.Second
 
@@ -169,6 +173,9 @@ func (k *karman) startNodeTimeout(script string, timeout time.Duration, params m
 	arg, err := json.Marshal(params)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(arg) > maxNodeArg {
+		t.Fatalf("node %s: %d bytes of parameters, more than one argument may carry (%d)", script, len(arg), maxNodeArg)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	cmd := exec.CommandContext(ctx, "node", script+".js", k.grpc, string(arg))
