@@ -17,7 +17,7 @@ import (
 
 // TestGRPCToRemoting: messages a Node producer sends over gRPC reach a Go
 // push consumer over remoting with id, body, tag, keys, message group and
-// properties intact.
+// properties intact; the delayed one no earlier than its delivery time.
 func TestGRPCToRemoting(t *testing.T) {
 	t.Parallel()
 	k := startKarman(t)
@@ -36,11 +36,20 @@ func TestGRPCToRemoting(t *testing.T) {
 		outMessage{Body: "bare"},
 		outMessage{Body: "ordered", Tag: "from-grpc", Group: "order-1"},
 		outMessage{Body: "large-", Repeat: 2 << 10, Tag: "from-grpc"}, // 12 KiB
+		outMessage{Body: "delayed", Tag: "from-grpc", DelayMs: 1000},
 	)
 	sent := k.nodeSend(topic, out)
 
 	got := newReceived()
+	var delayedAt time.Time
 	k.pushConsumer("grpc-to-remoting", topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		for _, m := range msgs {
+			if string(m.Body) == "delayed" {
+				got.mu.Lock()
+				delayedAt = time.Now()
+				got.mu.Unlock()
+			}
+		}
 		got.add(msgs...)
 		return consumer.ConsumeSuccess
 	})
@@ -62,6 +71,11 @@ func TestGRPCToRemoting(t *testing.T) {
 		props := map[string]string{}
 		for key := range w.Properties {
 			props[key] = m.GetProperty(key)
+		}
+		if sent[i].DeliverAt != 0 {
+			if early := time.UnixMilli(sent[i].DeliverAt).Sub(delayedAt); early > 0 {
+				t.Errorf("%s arrived %s before its delivery time", w.Body, early)
+			}
 		}
 		if m.MsgId != sent[i].ID || m.Topic != topic || m.GetTags() != w.Tag || m.GetKeys() != strings.Join(w.Keys, " ") ||
 			m.GetProperty(message.PropertyShardingKey) != w.Group || !maps.Equal(props, w.Properties) ||
