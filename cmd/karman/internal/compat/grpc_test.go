@@ -157,6 +157,8 @@ func testGRPCProducer(t *testing.T, k *karman) {
 	out = append(out,
 		outMessage{Body: "bare"},                                   // no tag, keys or properties
 		outMessage{Body: "large-", Repeat: 40 << 10, Tag: "large"}, // 240 KiB
+		outMessage{Body: "unicode-订单-✓", Tag: "标签", Keys: []string{"键-1"},
+			Properties: map[string]string{"note": "värde ✓ 值", "empty": ""}},
 	)
 	sent := k.nodeSend(topic, out)
 	got := k.nodeReceive(map[string]any{"topic": topic, "group": group, "count": len(out)})
