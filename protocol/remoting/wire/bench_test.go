@@ -104,3 +104,31 @@ func BenchmarkEncodeSendResponseHeader(b *testing.B) {
 		c.EncodeHeader(&h)
 	}
 }
+
+// BenchmarkDecodeSendRequestAndHeader decodes a Go client's SEND_MESSAGE
+// frame and its typed header, as the broker does: with the extFields map,
+// and with DeferExtFields.
+func BenchmarkDecodeSendRequestAndHeader(b *testing.B) {
+	frame := goClientFrame(b, "send.bin")
+	for _, deferExt := range []bool{false, true} {
+		name := "map"
+		if deferExt {
+			name = "deferred"
+		}
+		b.Run(name, func(b *testing.B) {
+			o := DecodeOptions{DeferExtFields: deferExt}
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := o.Decode(frame)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var h SendMessageRequestHeader
+				if err := c.DecodeHeader(&h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

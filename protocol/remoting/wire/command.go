@@ -127,6 +127,11 @@ type Command struct {
 	// SerializeType records how the header was encoded when the command
 	// was decoded. AppendTo takes the type as an argument and ignores it.
 	SerializeType SerializeType
+
+	// ext is the extFields object of a JSON header decoded with
+	// DecodeOptions.DeferExtFields, until LoadExtFields decodes it.
+	ext       []byte
+	extStrict bool
 }
 
 // IsResponse reports whether FlagResponse is set.

@@ -22,6 +22,12 @@ type DecodeOptions struct {
 	// are accepted and kept as their JSON text, and null values are
 	// dropped.
 	StrictExtFields bool
+	// DeferExtFields checks the extFields of JSON headers but leaves them
+	// undecoded: ExtFields stays nil until Command.LoadExtFields, and
+	// Command.DecodeHeader reads the headers of sends and pulls straight
+	// from the JSON text, without building the map. Binary headers are
+	// decoded at once.
+	DeferExtFields bool
 }
 
 func (o DecodeOptions) maxFrameSize() int {
@@ -82,7 +88,7 @@ func (o DecodeOptions) Decode(frame []byte) (*Command, error) {
 	var err error
 	switch typ {
 	case JSON:
-		err = decodeJSONHeader(header, c, o.StrictExtFields)
+		err = decodeJSONHeader(header, c, o.StrictExtFields, o.DeferExtFields)
 	case RocketMQ:
 		err = decodeBinaryHeader(header, c)
 	default:

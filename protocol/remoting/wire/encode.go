@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -72,15 +71,23 @@ func (c *Command) EncodedLen(typ SerializeType) int {
 	return n
 }
 
-// sortedKeys returns the keys of m in order, using buf as backing store
-// when it is large enough.
-func sortedKeys(m map[string]string, buf []string) []string {
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
+// field is one extFields entry.
+type field struct{ key, value string }
+
+// sortedFields returns the entries of m in key order, using buf as
+// backing store when it is large enough.
+func sortedFields(m map[string]string, buf []field) []field {
+	fs := buf[:0]
+	for k, v := range m {
+		fs = append(fs, field{k, v})
 	}
-	slices.Sort(keys)
-	return keys
+	// Insertion sort: headers have a few dozen entries at most.
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && fs[j].key < fs[j-1].key; j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+	return fs
 }
 
 func (c *Command) appendJSONHeader(dst []byte) []byte {
@@ -105,14 +112,14 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = appendJSONString(dst, c.Remark)
 	if len(c.ExtFields) > 0 {
 		dst = append(dst, `,"extFields":{`...)
-		var buf [32]string
-		for i, k := range sortedKeys(c.ExtFields, buf[:]) {
+		var buf [32]field
+		for i, f := range sortedFields(c.ExtFields, buf[:]) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = appendJSONString(dst, f.key)
 			dst = append(dst, ':')
-			dst = appendJSONString(dst, c.ExtFields[k])
+			dst = appendJSONString(dst, f.value)
 		}
 		dst = append(dst, '}')
 	}
@@ -185,9 +192,9 @@ func (c *Command) appendBinaryHeader(dst []byte) ([]byte, error) {
 	extAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	if len(c.ExtFields) > 0 {
-		var buf [32]string
-		for _, k := range sortedKeys(c.ExtFields, buf[:]) {
-			v := c.ExtFields[k]
+		var buf [32]field
+		for _, f := range sortedFields(c.ExtFields, buf[:]) {
+			k, v := f.key, f.value
 			if len(k) > math.MaxInt16 {
 				return dst, fmt.Errorf("%w: extFields key of %d bytes exceeds 32767", ErrOutOfRange, len(k))
 			}

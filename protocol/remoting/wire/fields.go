@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 )
+
+var trueBytes, falseBytes = []byte("true"), []byte("false")
 
 // Header is a typed view of the extFields of one kind of command.
 type Header interface {
@@ -14,24 +17,26 @@ type Header interface {
 	EncodeFields(ext map[string]string)
 }
 
-// DecodeHeader fills h from the command's extFields.
-func (c *Command) DecodeHeader(h Header) error { return h.DecodeFields(c.ExtFields) }
-
 // EncodeHeader writes h into the command's extFields, allocating the map
 // if needed.
 func (c *Command) EncodeHeader(h Header) {
 	if c.ExtFields == nil {
-		c.ExtFields = make(map[string]string, 16)
+		// Most headers have at most 8 fields, which a map holds without
+		// a table of its own.
+		c.ExtFields = make(map[string]string, 8)
 	}
 	h.EncodeFields(c.ExtFields)
 }
 
-// fieldReader reads typed values out of extFields and remembers the first
-// error. Optional numeric fields whose value is "" count as absent.
+// fieldReader reads typed values out of extFields, or out of the entries
+// of a deferred extFields object, and remembers the first error. Optional
+// numeric fields whose value is "" count as absent.
 type fieldReader struct {
-	header string
-	ext    map[string]string
-	err    error
+	header    string
+	ext       map[string]string
+	pairs     []extPair // used instead of ext when fromPairs is set
+	fromPairs bool
+	err       error
 }
 
 func newFieldReader(header string, ext map[string]string) *fieldReader {
@@ -40,12 +45,26 @@ func newFieldReader(header string, ext map[string]string) *fieldReader {
 
 // lookup returns the value of the first of keys that is present.
 func (r *fieldReader) lookup(keys []string) (string, bool) {
+	if r.fromPairs {
+		b, ok := r.lookupBytes(keys)
+		return intern(b), ok
+	}
 	for _, k := range keys {
 		if v, ok := r.ext[k]; ok {
 			return v, true
 		}
 	}
 	return "", false
+}
+
+// lookupBytes is lookup for deferred extFields, without allocating.
+func (r *fieldReader) lookupBytes(keys []string) ([]byte, bool) {
+	for _, k := range keys {
+		if v, ok := getPair(r.pairs, k); ok {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 func (r *fieldReader) missing(keys []string) {
@@ -83,6 +102,21 @@ func (r *fieldReader) nonEmpty(keys ...string) string {
 }
 
 func (r *fieldReader) int(required bool, def int64, bits int, keys []string) (int64, bool) {
+	if r.fromPairs {
+		v, ok := r.lookupBytes(keys)
+		if !ok || (len(v) == 0 && !required) {
+			if required {
+				r.missing(keys)
+			}
+			return def, false
+		}
+		n, ok := parseDec(v, bits)
+		if !ok {
+			r.invalid(keys, string(v), "want int"+strconv.Itoa(bits))
+			return def, false
+		}
+		return n, true
+	}
 	v, ok := r.lookup(keys)
 	if !ok || (v == "" && !required) {
 		if required {
@@ -124,6 +158,15 @@ func (r *fieldReader) optI32(keys ...string) *int32 {
 // "true" and "false" in any case; other values are errors rather than a
 // silent false. Absent optional fields (or "") yield def.
 func (r *fieldReader) boolean(required bool, def bool, keys ...string) bool {
+	if r.fromPairs {
+		v, ok := r.lookupBytes(keys)
+		switch {
+		case ok && bytes.EqualFold(v, trueBytes):
+			return true
+		case ok && bytes.EqualFold(v, falseBytes):
+			return false
+		}
+	}
 	v, ok := r.lookup(keys)
 	if !ok || (v == "" && !required) {
 		if required {

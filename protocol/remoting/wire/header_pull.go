@@ -37,7 +37,11 @@ type PullMessageRequestHeader struct {
 
 // DecodeFields implements Header.
 func (h *PullMessageRequestHeader) DecodeFields(ext map[string]string) error {
-	r := newFieldReader("PullMessageRequestHeader", ext)
+	return h.decode(newFieldReader("", ext))
+}
+
+func (h *PullMessageRequestHeader) decode(r *fieldReader) error {
+	r.header = "PullMessageRequestHeader"
 	h.ConsumerGroup = r.nonEmpty("consumerGroup")
 	h.Topic = r.nonEmpty("topic")
 	h.QueueID = r.i32(true, 0, "queueId")

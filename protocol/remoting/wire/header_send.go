@@ -31,7 +31,11 @@ type SendMessageRequestHeader struct {
 
 // DecodeFields implements Header.
 func (h *SendMessageRequestHeader) DecodeFields(ext map[string]string) error {
-	r := newFieldReader("SendMessageRequestHeader", ext)
+	return h.decode(newFieldReader("", ext))
+}
+
+func (h *SendMessageRequestHeader) decode(r *fieldReader) error {
+	r.header = "SendMessageRequestHeader"
 	h.ProducerGroup = r.nonEmpty("producerGroup", "a")
 	h.Topic = r.nonEmpty("topic", "b")
 	h.DefaultTopic = r.str(true, "defaultTopic", "c")

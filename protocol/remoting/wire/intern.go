@@ -32,7 +32,20 @@ var internTable = func() map[string]string {
 	return m
 }()
 
+// maxInterned is the length of the longest string in internTable: longer
+// ones are not looked up.
+var maxInterned = func() int {
+	n := 0
+	for w := range internTable {
+		n = max(n, len(w))
+	}
+	return n
+}()
+
 func intern(b []byte) string {
+	if len(b) > maxInterned {
+		return string(b)
+	}
 	if s, ok := internTable[string(b)]; ok {
 		return s
 	}

@@ -51,8 +51,10 @@ func (s *jsonScanner) expect(b byte) error {
 	return nil
 }
 
-// decodeJSONHeader fills c from a JSON header.
-func decodeJSONHeader(data []byte, c *Command, strict bool) error {
+// decodeJSONHeader fills c from a JSON header. With deferExt the
+// extFields object is checked but kept as text in c.ext (see
+// DecodeOptions.DeferExtFields).
+func decodeJSONHeader(data []byte, c *Command, strict, deferExt bool) error {
 	s := &jsonScanner{data: data, strict: strict}
 	if err := s.expect('{'); err != nil {
 		return err
@@ -86,7 +88,11 @@ func decodeJSONHeader(data []byte, c *Command, strict bool) error {
 		case "remark":
 			err = s.readRemark(&c.Remark)
 		case "extFields":
-			err = s.readExtFields(c)
+			if deferExt {
+				err = s.deferExtFields(c)
+			} else {
+				err = s.readExtFields(c)
+			}
 		default:
 			err = s.skipValue(0)
 		}
@@ -194,85 +200,184 @@ func (s *jsonScanner) readRemark(dst *string) error {
 	return nil
 }
 
+// maxExtFields is how many extFields entries are gathered on the stack
+// before decoding them; larger objects take a heap allocation.
+const maxExtFields = 32
+
+// readExtFields decodes the extFields object (or null) at s.pos into
+// c.ExtFields, adding to the entries already there.
 func (s *jsonScanner) readExtFields(c *Command) error {
+	var arr [maxExtFields]extPair
+	pairs, err := s.scanExtFields(arr[:0], true)
+	if err != nil {
+		return err
+	}
+	c.putExtPairs(pairs)
+	return nil
+}
+
+// putExtPairs adds pairs to c.ExtFields, in order, so that a repeated key
+// keeps its last value.
+func (c *Command) putExtPairs(pairs []extPair) {
+	if len(pairs) == 0 {
+		return
+	}
+	if c.ExtFields == nil {
+		c.ExtFields = make(map[string]string, len(pairs))
+	}
+	for _, e := range pairs {
+		c.ExtFields[intern(e.key)] = intern(e.val)
+	}
+}
+
+// deferExtFields checks the extFields object (or null) at s.pos and keeps
+// its text in c.ext for LoadExtFields and DecodeHeader. A second
+// extFields key in one header merges into the first, as readExtFields
+// does.
+func (s *jsonScanner) deferExtFields(c *Command) error {
+	if c.ext != nil || c.ExtFields != nil {
+		c.LoadExtFields()
+		return s.readExtFields(c)
+	}
+	start := s.pos
+	if s.peek() == 'n' {
+		return s.literal("null")
+	}
+	if _, err := s.scanExtFields(nil, false); err != nil {
+		return err
+	}
+	c.ext = s.data[start:s.pos:s.pos]
+	c.extStrict = s.strict
+	return nil
+}
+
+// extPair is one extFields entry: the decoded key and value. Numbers and
+// booleans keep their JSON text; null values are left out.
+type extPair struct{ key, val []byte }
+
+// scanExtFields reads the extFields object (or null) at s.pos and, when
+// collect is set, appends its entries to pairs in order; otherwise it
+// only checks the object.
+func (s *jsonScanner) scanExtFields(pairs []extPair, collect bool) ([]extPair, error) {
 	switch s.peek() {
 	case 'n':
-		return s.literal("null")
+		return pairs, s.literal("null")
 	case '{':
 		s.pos++
 	default:
-		return s.fail("extFields must be an object or null")
+		return pairs, s.fail("extFields must be an object or null")
 	}
 	s.skipWS()
 	if s.peek() == '}' {
 		s.pos++
-		return nil
-	}
-	if c.ExtFields == nil {
-		// Size the map from the header length to avoid growing it while
-		// filling: the fixed fields take about 100 bytes and an entry
-		// about 24 or more.
-		c.ExtFields = make(map[string]string, min(max((len(s.data)-100)/24, 8), 64))
+		return pairs, nil
 	}
 	for {
 		s.skipWS()
-		kb, err := s.readString()
+		key, err := s.readString()
 		if err != nil {
-			return err
+			return pairs, err
 		}
-		key := intern(kb)
 		if err := s.expect(':'); err != nil {
-			return err
+			return pairs, err
 		}
 		s.skipWS()
 		start := s.pos
+		var (
+			val  []byte
+			keep = true
+		)
 		switch b := s.peek(); {
 		case b == '"':
-			vb, err := s.readString()
-			if err != nil {
-				return err
+			if !collect {
+				err = s.skipString()
+			} else {
+				val, err = s.readString()
 			}
-			c.ExtFields[key] = intern(vb)
+			if err != nil {
+				return pairs, err
+			}
 		case s.strict:
-			return s.fail("extFields[%q] is not a string", key)
+			return pairs, s.fail("extFields[%q] is not a string", key)
 		case b == 'n':
 			if err := s.literal("null"); err != nil {
-				return err
+				return pairs, err
 			}
+			keep = false
 		case b == 't':
 			if err := s.literal("true"); err != nil {
-				return err
+				return pairs, err
 			}
-			c.ExtFields[key] = "true"
+			val = s.data[start:s.pos]
 		case b == 'f':
 			if err := s.literal("false"); err != nil {
-				return err
+				return pairs, err
 			}
-			c.ExtFields[key] = "false"
+			val = s.data[start:s.pos]
 		case b == '-' || (b >= '0' && b <= '9'):
-			tok, _, err := s.readNumber()
-			if err != nil {
-				return err
+			if val, _, err = s.readNumber(); err != nil {
+				return pairs, err
 			}
-			c.ExtFields[key] = intern(tok)
 		default:
 			s.pos = start
-			return s.fail("extFields[%q] must be a string, number, boolean or null", key)
+			return pairs, s.fail("extFields[%q] must be a string, number, boolean or null", key)
+		}
+		if keep && collect {
+			if val == nil {
+				val = s.data[start:start] // an empty string, not an absent one
+			}
+			pairs = append(pairs, extPair{key, val})
 		}
 		s.skipWS()
 		if s.pos >= len(s.data) {
-			return s.fail("unexpected end of header inside extFields")
+			return pairs, s.fail("unexpected end of header inside extFields")
 		}
 		switch s.data[s.pos] {
 		case ',':
 			s.pos++
 		case '}':
 			s.pos++
-			return nil
+			return pairs, nil
 		default:
-			return s.fail("found %q in extFields, want ',' or '}'", s.data[s.pos])
+			return pairs, s.fail("found %q in extFields, want ',' or '}'", s.data[s.pos])
 		}
 	}
+}
+
+// skipString checks the JSON string at s.pos as readString would, without
+// decoding it.
+func (s *jsonScanner) skipString() error {
+	d := s.data
+	for i := s.pos + 1; i < len(d); i++ {
+		switch b := d[i]; {
+		case b == '"':
+			s.pos = i + 1
+			return nil
+		case b == '\\':
+			if i+1 >= len(d) {
+				s.pos = i
+				return s.fail("unterminated escape")
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if _, ok := hex4(d, i+2); !ok {
+					s.pos = i
+					return s.fail("invalid \\u escape")
+				}
+				i += 5
+			default:
+				s.pos = i
+				return s.fail("invalid escape \\%c", d[i+1])
+			}
+		case b < 0x20 && s.strict:
+			s.pos = i
+			return s.fail("raw control character 0x%02x in a string", b)
+		}
+	}
+	s.pos = len(d)
+	return s.fail("unterminated string")
 }
 
 func (s *jsonScanner) literal(word string) error {
@@ -375,7 +480,17 @@ func (s *jsonScanner) readString() ([]byte, error) {
 // unescape is the slow path of readString.
 func (s *jsonScanner) unescape(start int) ([]byte, error) {
 	d := s.data
-	out := make([]byte, 0, 64)
+	// The decoded string is rarely longer than its JSON text.
+	n := len(d) - start
+	for j := start; j < len(d); j++ {
+		if d[j] == '\\' {
+			j++
+		} else if d[j] == '"' {
+			n = j - start
+			break
+		}
+	}
+	out := make([]byte, 0, n)
 	for i := start; i < len(d); {
 		b := d[i]
 		switch {

@@ -51,6 +51,10 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 	return buf, nil
 }
 
+// Buffered returns how many bytes have been read from the stream but not
+// yet returned: zero means the next read waits for the stream.
+func (r *Reader) Buffered() int { return r.r.Buffered() }
+
 // ReadCommand reads and decodes one frame.
 func (r *Reader) ReadCommand() (*Command, error) {
 	frame, err := r.ReadFrame()

@@ -1,0 +1,107 @@
+package wire
+
+import (
+	"reflect"
+	"strconv"
+	"sync"
+)
+
+// LoadExtFields decodes the extFields that DecodeOptions.DeferExtFields
+// left undecoded into ExtFields. It does nothing for other commands, and
+// is not safe to call from several goroutines at once.
+func (c *Command) LoadExtFields() {
+	if c.ext == nil {
+		return
+	}
+	s := jsonScanner{data: c.ext, strict: c.extStrict}
+	c.ext = nil
+	// The object was checked when the header was decoded.
+	_ = s.readExtFields(c)
+}
+
+// DecodeHeader fills h from the command's extFields. Deferred extFields
+// (DecodeOptions.DeferExtFields) are read in place for the headers of
+// sends and pulls, and decoded into ExtFields first for the others.
+func (c *Command) DecodeHeader(h Header) error {
+	if c.ext != nil {
+		switch h.(type) {
+		case *SendMessageRequestHeader, *SendMessageRequestHeaderV2, *PullMessageRequestHeader:
+			return c.decodeInPlace(h)
+		}
+		c.LoadExtFields()
+	}
+	return h.DecodeFields(c.ExtFields)
+}
+
+// pairBuffers recycles the arrays decodeInPlace gathers entries in (the
+// compiler cannot keep them on the stack).
+var pairBuffers = sync.Pool{New: func() any { return new([maxExtFields]extPair) }}
+
+// decodeInPlace reads h from the entries of the deferred extFields.
+func (c *Command) decodeInPlace(h Header) error {
+	arr := pairBuffers.Get().(*[maxExtFields]extPair)
+	s := jsonScanner{data: c.ext, strict: c.extStrict}
+	pairs, _ := s.scanExtFields(arr[:0], true) // checked when the header was decoded
+	r := fieldReader{pairs: pairs, fromPairs: true}
+	var err error
+	switch h := h.(type) {
+	case *SendMessageRequestHeader:
+		err = h.decode(&r)
+	case *SendMessageRequestHeaderV2:
+		err = h.decode(&r)
+	case *PullMessageRequestHeader:
+		err = h.decode(&r)
+	default:
+		panic("wire: no in-place decoder for " + reflect.TypeOf(h).String())
+	}
+	clear(arr[:min(len(pairs), maxExtFields)]) // drop the references to the frame
+	pairBuffers.Put(arr)
+	return err
+}
+
+// getPair returns the value of the last entry named key, as a map built
+// from the entries would hold it.
+func getPair(pairs []extPair, key string) ([]byte, bool) {
+	for i := len(pairs) - 1; i >= 0; i-- {
+		if string(pairs[i].key) == key {
+			return pairs[i].val, true
+		}
+	}
+	return nil, false
+}
+
+// parseDec parses a base-10 integer of the given bit size with the rules
+// of strconv.ParseInt, without allocating for ordinary values.
+func parseDec(b []byte, bits int) (int64, bool) {
+	digits := b
+	neg := false
+	if len(digits) > 0 && (digits[0] == '-' || digits[0] == '+') {
+		neg = digits[0] == '-'
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return parseDecSlow(b, bits)
+	}
+	var n int64
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(d-'0')
+	}
+	if neg {
+		n = -n
+	}
+	if bits < 64 {
+		lim := int64(1) << (bits - 1)
+		if n < -lim || n >= lim {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+func parseDecSlow(b []byte, bits int) (int64, bool) {
+	n, err := strconv.ParseInt(string(b), 10, bits)
+	return n, err == nil
+}

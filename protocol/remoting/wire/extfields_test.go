@@ -1,0 +1,118 @@
+package wire
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// decodeBoth decodes data with and without DeferExtFields.
+func decodeBoth(data []byte, strict bool) (eager, deferred *Command, eerr, derr error) {
+	eager, eerr = DecodeOptions{StrictExtFields: strict}.Decode(data)
+	deferred, derr = DecodeOptions{StrictExtFields: strict, DeferExtFields: true}.Decode(data)
+	return
+}
+
+// checkDeferred checks that deferring extFields changes nothing a caller
+// can see: the same errors, the same extFields once loaded, and the same
+// typed headers read in place as from the map.
+func checkDeferred(t *testing.T, data []byte) {
+	t.Helper()
+	for _, strict := range []bool{false, true} {
+		eager, deferred, eerr, derr := decodeBoth(data, strict)
+		if (eerr == nil) != (derr == nil) {
+			t.Fatalf("strict=%v: eager error %v, deferred error %v", strict, eerr, derr)
+		}
+		if eerr != nil {
+			if !isWireError(derr) {
+				t.Fatalf("untyped error %T: %v", derr, derr)
+			}
+			continue
+		}
+		for _, h := range []struct{ eager, deferred Header }{
+			{new(SendMessageRequestHeader), new(SendMessageRequestHeader)},
+			{new(PullMessageRequestHeader), new(PullMessageRequestHeader)},
+			{new(QueryConsumerOffsetRequestHeader), new(QueryConsumerOffsetRequestHeader)},
+		} {
+			again, _ := DecodeOptions{StrictExtFields: strict, DeferExtFields: true}.Decode(data)
+			e1 := eager.DecodeHeader(h.eager)
+			e2 := again.DecodeHeader(h.deferred)
+			if (e1 == nil) != (e2 == nil) || (e1 != nil && e1.Error() != e2.Error()) {
+				t.Fatalf("strict=%v %T: map error %v, in-place error %v", strict, h.eager, e1, e2)
+			}
+			if e1 != nil && !errors.Is(e2, ErrMissingField) && !errors.Is(e2, ErrInvalidField) {
+				t.Fatalf("untyped header error %T: %v", e2, e2)
+			}
+			if !reflect.DeepEqual(h.eager, h.deferred) {
+				t.Fatalf("strict=%v: header read in place\n%+v\nfrom the map\n%+v", strict, h.deferred, h.eager)
+			}
+		}
+		deferred.LoadExtFields()
+		if !sameCommand(eager, deferred) {
+			t.Fatalf("strict=%v: loaded\n%+v\nwant\n%+v", strict, deferred, eager)
+		}
+		deferred.LoadExtFields() // again: nothing changes
+		if !sameCommand(eager, deferred) {
+			t.Fatal("second LoadExtFields changed the command")
+		}
+	}
+}
+
+func goClientFrame(t testing.TB, name string) []byte {
+	b, err := os.ReadFile(filepath.Join("testdata", "goclient", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[4:] // without the length prefix
+}
+
+func TestDeferredExtFields(t *testing.T) {
+	for _, name := range []string{"send.bin", "pull.bin", "pull_binary.bin", "heartbeat.bin", "response.bin"} {
+		t.Run(name, func(t *testing.T) { checkDeferred(t, goClientFrame(t, name)) })
+	}
+	for _, h := range []string{
+		exampleHeader,
+		`{"code":10,"extFields":null}`,
+		`{"code":10,"extFields":{}}`,
+		`{"code":10,"extFields":{"topic":"a","topic":"b","queueId":"1","queueId":null}}`,
+		`{"code":10,"extFields":{"a":"g","producerGroup":"pg","b":"t","e":"3","queueId":"x"}}`,
+		`{"code":10,"extFields":{"topic":"a"},"extFields":{"queueId":"2"}}`,
+		`{"code":11,"extFields":{"queueId":+1,"sysFlag":"-2147483648","queueOffset":"9223372036854775807","maxMsgNums":"2147483648"}}`,
+		`{"code":11,"extFields":{"consumerGroup":"\u0067","topic":"t\ud800","maxMsgBytes":"","batch":"TRUE","unitMode":"no"}}`,
+		`{"code":10,"extFields":{"k":"\u00"}}`,
+		`{"code":10,"extFields":{"k":7,"n":true,"m":false}}`,
+	} {
+		checkDeferred(t, rawFrame(JSON, h, ""))
+	}
+}
+
+func TestDeferredSendHeader(t *testing.T) {
+	c, err := DecodeOptions{DeferExtFields: true}.Decode(goClientFrame(t, "send.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ExtFields != nil {
+		t.Fatalf("extFields decoded: %v", c.ExtFields)
+	}
+	var h SendMessageRequestHeader
+	if err := c.DecodeHeader(&h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Topic == "" || h.ProducerGroup == "" || c.ExtFields != nil {
+		t.Fatalf("%+v, extFields %v", h, c.ExtFields)
+	}
+}
+
+// FuzzDeferredExtFields checks, for any frame, that decoding with
+// DeferExtFields fails exactly when decoding at once does, and that the
+// headers of sends and pulls read in place equal those read from the map.
+func FuzzDeferredExtFields(f *testing.F) {
+	for _, name := range []string{"send.bin", "pull.bin", "heartbeat.bin", "response.bin"} {
+		f.Add(goClientFrame(f, name))
+	}
+	f.Add(rawFrame(JSON, exampleHeader, "hello"))
+	f.Add(rawFrame(JSON, `{"code":11,"extFields":{"queueId":"1","queueId":null,"topic":"\u0041"}}`, ""))
+	f.Fuzz(func(t *testing.T, data []byte) { checkDeferred(t, data) })
+}
