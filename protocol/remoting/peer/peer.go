@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -34,15 +33,20 @@ const (
 	DefaultDialTimeout    = 3 * time.Second
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultQueueLength    = 1024
-	writeBufferSize       = 64 << 10
 	maxPooledBuffer       = 1 << 20
+	// corkLimit is how many bytes of responses a reading goroutine
+	// gathers before it writes them, when more requests are waiting to be
+	// read.
+	corkLimit = 64 << 10
 )
 
 // Handler answers the requests that the other end sends.
 type Handler interface {
 	// HandleRequest returns the response to req, or nil to send none. The
 	// Peer sets the response's opaque and response flag, and drops it
-	// when req is oneway. ctx is cancelled when the Peer closes.
+	// when req is oneway. ctx is cancelled when the Peer closes. With
+	// Options.Inline, HandleRequest runs on the goroutine that reads the
+	// connection and must call Detach(ctx) before it waits for anything.
 	HandleRequest(ctx context.Context, req *wire.Command) *wire.Command
 }
 
@@ -73,6 +77,20 @@ type Options struct {
 	// Handler answers requests from the other end. Default: answer
 	// REQUEST_CODE_NOT_SUPPORTED (nothing for oneway requests).
 	Handler Handler
+	// Inline runs Handler on the goroutine that reads the connection
+	// instead of a goroutine per request, and writes the responses of
+	// requests that arrived together in one write. While a handler runs
+	// inline nothing else is read from the connection, responses to
+	// Invoke included, so a handler that may wait (for the disk, a long
+	// poll, a lock, a request of its own) calls Detach first. Default
+	// false: every request runs on a goroutine of its own.
+	Inline bool
+	// DeferExtFields leaves the extFields of incoming JSON requests
+	// undecoded until the handler asks for them (see
+	// wire.DecodeOptions.DeferExtFields): handlers read them with
+	// DecodeHeader, or call LoadExtFields before using ExtFields.
+	// Responses are always decoded. Default false.
+	DeferExtFields bool
 	// TLS, when set, makes Dial use TLS with this configuration.
 	TLS *tls.Config
 	// Logger receives connection events (never one per request). Default:
@@ -103,25 +121,37 @@ type Peer struct {
 	conn   net.Conn
 	addr   string
 	opts   Options
-	queue  chan *[]byte
+	in     *wire.Reader  // used by the reading goroutine only
 	closed chan struct{} // closed when the connection is shut down
 
 	nextOpaque atomic.Int32
 
 	mu      sync.Mutex
 	pending map[int32]*call
-	err     error // why the client stopped; set once, under mu
+	err     error   // why the client stopped; set once, under mu
+	spare   *reader // a goroutine that stopped reading and may read again
+	async   int     // InvokeAsync calls pending
+	sweep   bool    // the sweeper of InvokeAsync calls runs
+
+	out outbox
 
 	handlerCtx    context.Context
 	cancelHandler context.CancelFunc
-	handlers      sync.WaitGroup
-	loops         sync.WaitGroup
+	handlers      sync.WaitGroup // handlers on goroutines of their own
+	loops         sync.WaitGroup // the writer and every reading goroutine
 }
 
 type call struct {
 	done chan struct{} // receives one token when resp or err is set
 	resp *wire.Command
 	err  error
+
+	// InvokeAsync calls: cb is called instead of signalling done, and
+	// the sweeper fails the call after deadline (unix ns).
+	cb       func(*wire.Command, error)
+	deadline int64
+	code     int32
+	start    time.Time
 }
 
 var (
@@ -164,14 +194,15 @@ func New(conn net.Conn, opts Options) *Peer {
 		conn:    conn,
 		addr:    conn.RemoteAddr().String(),
 		opts:    opts,
-		queue:   make(chan *[]byte, opts.QueueLength),
+		in:      wire.NewReader(conn, wire.DecodeOptions{MaxFrameSize: opts.MaxFrameSize, DeferExtFields: opts.DeferExtFields}),
 		closed:  make(chan struct{}),
 		pending: make(map[int32]*call),
 	}
+	c.out.init()
 	c.handlerCtx, c.cancelHandler = context.WithCancel(context.Background())
 	c.loops.Add(2)
 	go c.writeLoop()
-	go c.readLoop()
+	go c.readLoop(c.newReader())
 	return c
 }
 
@@ -226,7 +257,12 @@ func (c *Peer) shutdown(reason error) {
 	close(c.closed)
 	c.cancelHandler()
 	_ = c.conn.Close()
-	for _, cl := range pending {
+	c.out.discard()
+	for opaque, cl := range pending {
+		if cl.cb != nil {
+			c.complete(cl, nil, c.asyncError(cl.code, opaque, reason))
+			continue
+		}
 		cl.err = reason
 		cl.done <- struct{}{}
 	}
@@ -261,7 +297,7 @@ func (c *Peer) unregister(opaque int32) bool {
 }
 
 func recycle(cl *call) {
-	cl.resp, cl.err = nil, nil
+	cl.resp, cl.err, cl.cb = nil, nil, nil
 	callPool.Put(cl)
 }
 
@@ -281,25 +317,31 @@ func (c *Peer) encode(cmd *wire.Command, opaque, setFlags, clearFlags int32) (*[
 	return buf, nil
 }
 
-// enqueue hands a frame to the writer.
+// enqueue hands a request frame to the writer goroutine, waiting while
+// Options.QueueLength frames are queued.
 func (c *Peer) enqueue(ctx context.Context, buf *[]byte, timeout <-chan time.Time) error {
-	select {
-	case c.queue <- buf:
-		return nil
-	default:
-	}
-	select {
-	case c.queue <- buf:
-		return nil
-	case <-c.closed:
-		putBuf(buf)
-		return c.Err()
-	case <-ctx.Done():
-		putBuf(buf)
-		return ctx.Err()
-	case <-timeout:
-		putBuf(buf)
-		return ErrTimeout
+	for {
+		queued, err := c.out.put(buf, c.opts.QueueLength)
+		if err != nil {
+			putBuf(buf)
+			return c.Err()
+		}
+		if queued {
+			c.out.kickWriter()
+			return nil
+		}
+		select {
+		case <-c.out.space:
+		case <-c.closed:
+			putBuf(buf)
+			return c.Err()
+		case <-ctx.Done():
+			putBuf(buf)
+			return ctx.Err()
+		case <-timeout:
+			putBuf(buf)
+			return ErrTimeout
+		}
 	}
 }
 
@@ -360,6 +402,112 @@ func (c *Peer) Invoke(ctx context.Context, cmd *wire.Command) (*wire.Command, er
 	return resp, nil
 }
 
+// InvokeAsync sends a request and returns once it is queued for writing;
+// done is called with the response (whatever its code) or with the error
+// that ended the call, exactly once, unless InvokeAsync itself returns an
+// error. done runs on the goroutine that reads the connection, or on the
+// one that shuts the Peer down or times the call out, so it must be quick
+// and must not wait for other calls of this Peer. ctx bounds the wait for
+// room in the write queue; the response is awaited for
+// Options.RequestTimeout, or until ctx's deadline when that comes first.
+// Like Invoke, it does not modify cmd or keep it after returning.
+func (c *Peer) InvokeAsync(ctx context.Context, cmd *wire.Command, done func(*wire.Command, error)) error {
+	start := time.Now()
+	cl := callPool.Get().(*call)
+	cl.cb, cl.code, cl.start = done, cmd.Code, start
+	cl.deadline = 0
+	if c.opts.RequestTimeout > 0 {
+		cl.deadline = start.Add(c.opts.RequestTimeout).UnixNano()
+	}
+	if d, ok := ctx.Deadline(); ok && (cl.deadline == 0 || d.UnixNano() < cl.deadline) {
+		cl.deadline = d.UnixNano()
+	}
+	opaque := c.nextOpaque.Add(1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		recycle(cl)
+		return c.requestError(cmd, 0, err)
+	}
+	c.pending[opaque] = cl
+	c.async++
+	startSweeper := cl.deadline != 0 && !c.sweep
+	if startSweeper {
+		c.sweep = true
+		c.loops.Add(1)
+	}
+	c.mu.Unlock()
+	if startSweeper {
+		go c.sweepLoop()
+	}
+
+	buf, err := c.encode(cmd, opaque, 0, wire.FlagResponse|wire.FlagOneway)
+	if err == nil {
+		err = c.enqueue(ctx, buf, nil)
+	}
+	if err != nil {
+		if c.unregister(opaque) {
+			c.mu.Lock()
+			c.async--
+			c.mu.Unlock()
+			recycle(cl)
+			return c.waitError(cmd, opaque, err, start)
+		}
+		// The call was taken (by shutdown) and done is being called.
+		return nil
+	}
+	return nil
+}
+
+// complete ends an InvokeAsync call.
+func (c *Peer) complete(cl *call, resp *wire.Command, err error) {
+	cb := cl.cb
+	recycle(cl)
+	cb(resp, err)
+}
+
+func (c *Peer) asyncError(code, opaque int32, err error) error {
+	return fmt.Errorf("peer: %s (opaque %d) to %s: %w", wire.RequestCode(code), opaque, c.addr, err)
+}
+
+// sweepLoop fails the InvokeAsync calls whose deadline has passed.
+func (c *Peer) sweepLoop() {
+	defer c.loops.Done()
+	period := min(max(c.opts.RequestTimeout/10, 10*time.Millisecond), time.Second)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	var expired []*call
+	var opaques []int32
+	for {
+		select {
+		case <-c.closed:
+			return
+		case now := <-t.C:
+			ns := now.UnixNano()
+			c.mu.Lock()
+			if c.async > 0 {
+				for opaque, cl := range c.pending {
+					if cl.cb != nil && cl.deadline != 0 && cl.deadline <= ns {
+						delete(c.pending, opaque)
+						c.async--
+						expired = append(expired, cl)
+						opaques = append(opaques, opaque)
+					}
+				}
+			}
+			c.mu.Unlock()
+			for i, cl := range expired {
+				elapsed := now.Sub(cl.start).Round(time.Millisecond)
+				c.complete(cl, nil, fmt.Errorf("peer: %s (opaque %d) to %s: %w: no response after %v",
+					wire.RequestCode(cl.code), opaques[i], c.addr, ErrTimeout, elapsed))
+				expired[i] = nil
+			}
+			expired, opaques = expired[:0], opaques[:0]
+		}
+	}
+}
+
 // InvokeOneway sends a request with the oneway flag set and returns once
 // it is queued for writing; no response is expected. A connection failure
 // after that point loses the request silently.
@@ -405,55 +553,142 @@ func getTimer(d time.Duration) *time.Timer {
 	return time.NewTimer(d)
 }
 
-// writeLoop writes queued frames, flushing when the queue runs dry.
+// writeLoop writes the requests that Invoke queues.
 func (c *Peer) writeLoop() {
 	defer c.loops.Done()
-	w := bufio.NewWriterSize(c.conn, writeBufferSize)
 	for {
-		var buf *[]byte
 		select {
-		case buf = <-c.queue:
+		case <-c.out.kick:
 		case <-c.closed:
 			return
 		}
-		for buf != nil {
-			_, err := w.Write(*buf)
-			putBuf(buf)
-			if err != nil {
-				c.shutdown(fmt.Errorf("write: %w", err))
-				return
-			}
-			// Take whatever else is queued, then flush at once: waiting
-			// for more to batch delays every request and response.
-			select {
-			case buf = <-c.queue:
-			default:
-				buf = nil
-			}
-		}
-		if err := w.Flush(); err != nil {
-			c.shutdown(fmt.Errorf("write: %w", err))
+		if !c.flush() {
 			return
 		}
 	}
 }
 
-// readLoop decodes frames and routes them.
-func (c *Peer) readLoop() {
+// flush writes every queued frame unless another goroutine is already
+// doing so (it then writes these too). It reports false once the
+// connection has failed.
+func (c *Peer) flush() bool {
+	if err := c.out.flush(c.conn); err != nil {
+		c.shutdown(fmt.Errorf("write: %w", err))
+		return false
+	}
+	return true
+}
+
+// reader is the state of a goroutine that reads the connection. With
+// Options.Inline it runs handlers itself; a handler that calls Detach
+// hands reading over to another goroutine, and its own goroutine then
+// waits as the Peer's spare reader, to take over from the next handler
+// that detaches.
+type reader struct {
+	p       *Peer
+	ctx     context.Context // the handlers' context, carrying this reader
+	reading bool            // this goroutine holds the read side
+	wake    chan struct{}   // a token makes a spare the reader
+}
+
+type readerKey struct{}
+
+func (c *Peer) newReader() *reader {
+	r := &reader{p: c, wake: make(chan struct{}, 1)}
+	r.ctx = context.WithValue(c.handlerCtx, readerKey{}, r)
+	return r
+}
+
+// Detach lets a handler that runs inline (Options.Inline) wait: another
+// goroutine takes over reading the connection, and the handler's
+// response is written as soon as it returns. Call it from the handler's
+// goroutine with the context the handler was given. It does nothing for
+// handlers that do not run inline, or when called again.
+func Detach(ctx context.Context) {
+	if r, ok := ctx.Value(readerKey{}).(*reader); ok {
+		r.detach()
+	}
+}
+
+func (r *reader) detach() {
+	if !r.reading {
+		return
+	}
+	r.reading = false
+	c := r.p
+	c.mu.Lock()
+	next := c.spare
+	c.spare = nil
+	stopped := c.err != nil
+	c.mu.Unlock()
+	switch {
+	case next != nil:
+		next.wake <- struct{}{}
+	case !stopped:
+		c.loops.Add(1) // this goroutine is counted, so the group is not idle
+		go c.readLoop(c.newReader())
+	}
+}
+
+// readLoop reads the connection until it fails, taking breaks as a spare
+// while other goroutines read.
+func (c *Peer) readLoop(r *reader) {
 	defer c.loops.Done()
-	r := wire.NewReader(c.conn, wire.DecodeOptions{MaxFrameSize: c.opts.MaxFrameSize})
+	for c.read(r) && c.park(r) {
+	}
+}
+
+// park makes r the spare reader and waits until a detaching handler
+// wakes it. It reports false, at once, when there is a spare already or
+// when the connection is shut down.
+func (c *Peer) park(r *reader) bool {
+	c.mu.Lock()
+	if c.spare != nil || c.err != nil {
+		c.mu.Unlock()
+		return false
+	}
+	c.spare = r
+	c.mu.Unlock()
+	select {
+	case <-r.wake:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// read decodes frames and routes them until the connection fails (false)
+// or an inline handler detaches (true, once its response is queued).
+func (c *Peer) read(r *reader) bool {
+	r.reading = true
 	for {
-		cmd, err := r.ReadCommand()
+		if c.opts.Inline && c.in.Buffered() == 0 && !c.flush() {
+			// Responses of inline handlers wait until nothing more is
+			// buffered, so that one write carries all of them.
+			return false
+		}
+		cmd, err := c.in.ReadCommand()
 		if err != nil {
 			c.shutdown(fmt.Errorf("read: %w", err))
-			return
+			return false
 		}
 		if cmd.IsResponse() {
+			cmd.LoadExtFields()
 			c.deliver(cmd)
 			continue
 		}
-		c.handlers.Add(1)
-		go c.serve(cmd)
+		if !c.opts.Inline {
+			c.handlers.Add(1)
+			go c.serve(cmd)
+			continue
+		}
+		resp := c.handle(r.ctx, cmd)
+		if r.reading {
+			c.respond(cmd, resp, false)
+			continue
+		}
+		c.respond(cmd, resp, true)
+		return true
 	}
 }
 
@@ -464,30 +699,49 @@ func (c *Peer) deliver(resp *wire.Command) {
 	cl, ok := c.pending[resp.Opaque]
 	if ok {
 		delete(c.pending, resp.Opaque)
+		if cl.cb != nil {
+			c.async--
+		}
 	}
 	c.mu.Unlock()
-	if ok {
+	switch {
+	case !ok:
+	case cl.cb != nil:
+		c.complete(cl, resp, nil)
+	default:
 		cl.resp = resp
 		cl.done <- struct{}{}
 	}
 }
 
-// serve runs the handler for one server-initiated request.
+// serve runs the handler for one request on a goroutine of its own.
 func (c *Peer) serve(req *wire.Command) {
 	defer c.handlers.Done()
-	resp := c.handle(req)
+	c.respond(req, c.handle(c.handlerCtx, req), true)
+}
+
+// respond queues the response to req, if there is one to send, and
+// writes it out now when flush is set or enough responses are waiting.
+func (c *Peer) respond(req, resp *wire.Command, flush bool) {
 	if resp == nil || req.IsOneway() {
 		return
 	}
 	buf, err := c.encode(resp, req.Opaque, wire.FlagResponse, wire.FlagOneway)
 	if err != nil {
-		c.opts.Logger.Error("remoting: cannot encode response to server request", "addr", c.addr, "code", req.RequestCode(), "err", err)
+		c.opts.Logger.Error("remoting: cannot encode response", "addr", c.addr, "code", req.RequestCode(), "err", err)
 		return
 	}
-	_ = c.enqueue(c.handlerCtx, buf, nil)
+	n, err := c.out.add(buf)
+	if err != nil {
+		putBuf(buf)
+		return
+	}
+	if flush || n >= corkLimit {
+		c.flush()
+	}
 }
 
-func (c *Peer) handle(req *wire.Command) (resp *wire.Command) {
+func (c *Peer) handle(ctx context.Context, req *wire.Command) (resp *wire.Command) {
 	if c.opts.Handler == nil {
 		return wire.NewResponse(req, wire.RequestCodeNotSupported,
 			fmt.Sprintf("request code %d not supported", req.Code))
@@ -498,5 +752,5 @@ func (c *Peer) handle(req *wire.Command) (resp *wire.Command) {
 			resp = wire.NewResponse(req, wire.SystemError, fmt.Sprintf("handler panic: %v", p))
 		}
 	}()
-	return c.opts.Handler.HandleRequest(c.handlerCtx, req)
+	return c.opts.Handler.HandleRequest(ctx, req)
 }
