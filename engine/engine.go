@@ -180,6 +180,10 @@ const clientExpiryInterval = 10 * time.Second
 // membership changes.
 func (e *Engine) Clients() *registry.Registry { return e.clients }
 
+// FlushMode returns the flush policy the engine was opened with: with
+// FlushSync every send waits for the disk.
+func (e *Engine) FlushMode() FlushMode { return e.opts.Flush }
+
 // maintenanceLoop runs retention and client expiry.
 func (e *Engine) maintenanceLoop() {
 	defer e.wg.Done()

@@ -140,15 +140,15 @@ func New(eng *engine.Engine, opts Options) *Broker {
 // Register routes every request the broker serves on mux.
 func (b *Broker) Register(mux *server.Mux) {
 	// Producers.
-	mux.HandleFunc(wire.SendMessage, server.KindSend, b.sendMessage)
-	mux.HandleFunc(wire.SendMessageV2, server.KindSend, b.sendMessage)
-	mux.HandleFunc(wire.SendBatchMessage, server.KindSend, b.sendMessage)
+	mux.HandleInlineFunc(wire.SendMessage, server.KindSend, b.sendMessage)
+	mux.HandleInlineFunc(wire.SendMessageV2, server.KindSend, b.sendMessage)
+	mux.HandleInlineFunc(wire.SendBatchMessage, server.KindSend, b.sendMessage)
 	mux.HandleFunc(wire.SendReplyMessage, server.KindSend, b.sendReplyMessage)
 	mux.HandleFunc(wire.SendReplyMessageV2, server.KindSend, b.sendReplyMessage)
 	mux.HandleFunc(wire.EndTransaction, server.KindSend, b.endTransaction)
 
 	// Consumers.
-	mux.HandleFunc(wire.PullMessage, server.KindPull, b.pullMessage)
+	mux.HandleInlineFunc(wire.PullMessage, server.KindPull, b.pullMessage)
 	mux.HandleFunc(wire.HeartBeat, server.KindConsume, b.heartbeat)
 	mux.HandleFunc(wire.UnregisterClient, server.KindConsume, b.unregisterClient)
 	mux.HandleFunc(wire.GetConsumerListByGroup, server.KindConsume, b.getConsumerListByGroup)
@@ -272,11 +272,12 @@ func systemTopic(name string) meta.Topic {
 
 // group returns a consumer group's configuration, creating the group
 // when AutoCreateGroups allows.
-func (b *Broker) group(name string) (meta.Group, error) {
+func (b *Broker) group(ctx context.Context, name string) (meta.Group, error) {
 	g, err := b.eng.Group(name)
 	if err == nil || !errors.Is(err, engine.ErrGroupNotFound) || !b.opts.AutoCreateGroups {
 		return g, err
 	}
+	server.Detach(ctx) // creating a group writes to disk
 	if err := b.eng.CreateGroup(meta.Group{Name: name}); err != nil {
 		return meta.Group{}, err
 	}

@@ -53,7 +53,7 @@ func (b *Broker) heartbeat(ctx context.Context, c *server.Conn, req *wire.Comman
 		if cd.GroupName == "" {
 			continue
 		}
-		if err := b.prepareGroup(cd.GroupName); err != nil {
+		if err := b.prepareGroup(ctx, cd.GroupName); err != nil {
 			// Still register the client: its pulls and offset requests
 			// get the error that explains it.
 			b.opts.Logger.Warn("heartbeat: consumer group not ready", "group", cd.GroupName, "client", hb.ClientID, "err", err)
@@ -65,11 +65,11 @@ func (b *Broker) heartbeat(ctx context.Context, c *server.Conn, req *wire.Comman
 }
 
 // prepareGroup makes a consumer group and its retry topic exist.
-func (b *Broker) prepareGroup(group string) error {
+func (b *Broker) prepareGroup(ctx context.Context, group string) error {
 	if err := message.ValidateGroup(group); err != nil {
 		return err
 	}
-	if _, err := b.group(group); err != nil {
+	if _, err := b.group(ctx, group); err != nil {
 		return err
 	}
 	return b.ensureTopic(systemTopic(message.RetryTopic(group)))

@@ -42,7 +42,7 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 		return errorResponse(req, fmt.Errorf("%w: maxMsgNums %d", errInvalidRequest, h.MaxMsgNums))
 	}
 	batch := int(min(h.MaxMsgNums, engine.MaxPullMessages))
-	g, err := b.group(h.ConsumerGroup)
+	g, err := b.group(ctx, h.ConsumerGroup)
 	if err != nil {
 		return errorResponse(req, err)
 	}
@@ -112,6 +112,7 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 // waitForArrival waits until (topic, queue) holds a message at offset,
 // until deadline, or until the broker closes.
 func (b *Broker) waitForArrival(ctx context.Context, deadline time.Time, topic string, queue int32, offset int64) error {
+	server.Detach(ctx)
 	b.held.Add(1)
 	defer b.held.Add(-1)
 	if hook := b.testHookHold.Load(); hook != nil {

@@ -12,13 +12,16 @@ import (
 // GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) and SEARCH_OFFSET_BY_TIMESTAMP
 // (29): positions in a queue. Clients parse the offset extField without
 // looking at the response code, so every answer carries one; a queue that
-// does not exist answers 0, as in Java.
+// does not exist answers 0, as in Java. The max offset counts every
+// message acknowledged before the request: it waits, briefly, until the
+// engine has indexed them.
 
 func (b *Broker) getMaxOffset(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
 	var h wire.GetMaxOffsetRequestHeader
 	if err := decodeHeader(req, &h); err != nil {
 		return offsetResponse(req, 0, err)
 	}
+	b.waitIndexed(ctx) // count every message already acknowledged
 	off, err := b.eng.MaxOffset(h.Topic, h.QueueID)
 	return offsetResponse(req, off, err)
 }

@@ -45,16 +45,18 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	if queue < 0 {
 		queue = engine.AnyQueue
 	}
-	if err := b.autoCreate(&h); err != nil {
+	if err := b.autoCreate(ctx, &h); err != nil {
 		return errorResponse(req, err)
 	}
 	if message.IsRetryTopic(h.Topic) {
+		server.Detach(ctx) // may create the retry or dead-letter topic
 		group := strings.TrimPrefix(h.Topic, message.RetryTopicPrefix)
 		var err error
-		if queue, err = b.prepareRetry(m, group, &h); err != nil {
+		if queue, err = b.prepareRetry(ctx, m, group, &h); err != nil {
 			return errorResponse(req, err)
 		}
 	}
+	b.detachForFlush(ctx)
 	res, err := b.eng.SendToQueue(ctx, m, queue)
 	if err != nil {
 		return errorResponse(req, err)
@@ -72,16 +74,25 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	return resp
 }
 
+// detachForFlush lets an inline send wait for the disk: with FlushSync
+// every send does.
+func (b *Broker) detachForFlush(ctx context.Context) {
+	if b.eng.FlushMode() == engine.FlushSync {
+		server.Detach(ctx)
+	}
+}
+
 // autoCreate creates the topic of a send when it does not exist, with
 // the queue count the producer assumed: it routed the send by TBW102's
 // route capped at defaultTopicQueueNums.
-func (b *Broker) autoCreate(h *wire.SendMessageRequestHeader) error {
+func (b *Broker) autoCreate(ctx context.Context, h *wire.SendMessageRequestHeader) error {
 	if !b.opts.AutoCreateTopics || h.DefaultTopicQueueNums <= 0 || message.IsRetryTopic(h.Topic) || message.IsDLQTopic(h.Topic) {
 		return nil
 	}
 	if _, err := b.eng.Topic(h.Topic); !errors.Is(err, engine.ErrTopicNotFound) {
 		return nil
 	}
+	server.Detach(ctx) // creating a topic writes to disk
 	if message.ValidateUserTopic(h.Topic) != nil {
 		return nil // the engine refuses it with the reason
 	}
@@ -116,8 +127,8 @@ func (b *Broker) newMessage(c *server.Conn, h *wire.SendMessageRequestHeader, bo
 // the topic exists and, when the message has been reconsumed more often
 // than allowed, turns it into a dead letter of the group. It returns the
 // queue to send to.
-func (b *Broker) prepareRetry(m *message.Message, group string, h *wire.SendMessageRequestHeader) (int32, error) {
-	g, err := b.group(group)
+func (b *Broker) prepareRetry(ctx context.Context, m *message.Message, group string, h *wire.SendMessageRequestHeader) (int32, error) {
+	g, err := b.group(ctx, group)
 	if err != nil {
 		return 0, err
 	}
@@ -172,7 +183,7 @@ func (b *Broker) sendBatch(ctx context.Context, c *server.Conn, req *wire.Comman
 	if message.IsRetryTopic(h.Topic) || h.Topic == message.TopicAutoCreate {
 		return errorResponse(req, fmt.Errorf("%w: cannot send a batch to %s", errReservedTopic, h.Topic))
 	}
-	if err := b.autoCreate(h); err != nil {
+	if err := b.autoCreate(ctx, h); err != nil {
 		return errorResponse(req, err)
 	}
 	entries, err := wire.DecodeBatch(req.Body)
@@ -195,6 +206,7 @@ func (b *Broker) sendBatch(ctx context.Context, c *server.Conn, req *wire.Comman
 	if queue < 0 {
 		queue = engine.AnyQueue
 	}
+	b.detachForFlush(ctx)
 	res, err := b.eng.SendBatch(ctx, msgs, queue)
 	if err != nil {
 		return errorResponse(req, err)

@@ -21,7 +21,7 @@ func (b *Broker) consumerSendMsgBack(ctx context.Context, c *server.Conn, req *w
 	if err := decodeHeader(req, &h); err != nil {
 		return errorResponse(req, err)
 	}
-	if _, err := b.group(h.Group); err != nil {
+	if _, err := b.group(ctx, h.Group); err != nil {
 		return errorResponse(req, err)
 	}
 	o := engine.SendBackOptions{DelayLevel: h.DelayLevel}

@@ -8,7 +8,8 @@ import (
 )
 
 // getTopicStatsInfo serves GET_TOPIC_STATS_INFO (202): the min and max
-// offsets of every queue of a topic.
+// offsets of every queue of a topic, counting every message acknowledged
+// before the request.
 func (b *Broker) getTopicStatsInfo(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
 	var h wire.GetTopicStatsInfoRequestHeader
 	if err := decodeHeader(req, &h); err != nil {
@@ -18,6 +19,7 @@ func (b *Broker) getTopicStatsInfo(ctx context.Context, c *server.Conn, req *wir
 	if err != nil {
 		return errorResponse(req, err)
 	}
+	b.waitIndexed(ctx) // count every message already acknowledged
 	stats := TopicStatsTable{OffsetTable: map[wire.MessageQueue]TopicOffset{}}
 	for q := range t.Queues() {
 		first, err := b.eng.MinOffset(h.Topic, q)

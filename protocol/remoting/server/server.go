@@ -48,8 +48,9 @@ func (f HandlerFunc) ServeRemoting(ctx context.Context, c *Conn, req *wire.Comma
 }
 
 type route struct {
-	kind Kind
-	h    Handler
+	kind   Kind
+	h      Handler
+	inline bool
 }
 
 // Mux routes requests by code. Register every handler before serving.
@@ -58,13 +59,37 @@ type Mux struct{ routes map[wire.RequestCode]route }
 // NewMux returns an empty Mux.
 func NewMux() *Mux { return &Mux{routes: map[wire.RequestCode]route{}} }
 
-// Handle registers h for code, limited as kind.
+// Handle registers h for code, limited as kind. Each request runs on a
+// goroutine of its own.
 func (m *Mux) Handle(code wire.RequestCode, kind Kind, h Handler) {
-	m.routes[code.Canonical()] = route{kind, h}
+	m.routes[code.Canonical()] = route{kind: kind, h: h}
 }
 
 // HandleFunc registers f for code.
 func (m *Mux) HandleFunc(code wire.RequestCode, kind Kind, f HandlerFunc) { m.Handle(code, kind, f) }
+
+// HandleInline registers h for code, limited as kind, to run on the
+// goroutine that reads the connection: the request costs no goroutine,
+// and the responses of requests that arrived together leave in one
+// write. Nothing else is read from the connection while h runs, so h
+// must call Detach before anything that may wait: the disk, a long poll,
+// a lock, a request to the client. The requests h gets may carry their
+// extFields undecoded: h reads them with DecodeHeader, or calls
+// LoadExtFields before it uses ExtFields.
+func (m *Mux) HandleInline(code wire.RequestCode, kind Kind, h Handler) {
+	m.routes[code.Canonical()] = route{kind: kind, h: h, inline: true}
+}
+
+// HandleInlineFunc registers f for code like HandleInline.
+func (m *Mux) HandleInlineFunc(code wire.RequestCode, kind Kind, f HandlerFunc) {
+	m.HandleInline(code, kind, f)
+}
+
+// Detach lets a handler registered with HandleInline wait: the
+// connection goes on reading on another goroutine, and the handler's
+// response is written when it returns. ctx is the context the handler
+// was given. It does nothing in other handlers or when called again.
+func Detach(ctx context.Context) { peer.Detach(ctx) }
 
 // Options configure a Server. The zero value works.
 type Options struct {
@@ -183,7 +208,7 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	s.wg.Add(1)
-	c.p = peer.New(nc, peer.Options{Handler: c, MaxFrameSize: s.opts.MaxFrameSize, Logger: s.opts.Logger, RequestTimeout: 3 * time.Second})
+	c.p = peer.New(nc, peer.Options{Handler: c, Inline: true, DeferExtFields: true, MaxFrameSize: s.opts.MaxFrameSize, Logger: s.opts.Logger, RequestTimeout: 3 * time.Second})
 	close(c.ready)
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
@@ -218,12 +243,18 @@ func (s *Server) watch(c *Conn) {
 	}
 }
 
-// serve routes one request of c.
+// serve routes one request of c. It runs on the goroutine that reads the
+// connection, and detaches from it unless the route is inline and a
+// worker slot of its kind is free.
 func (s *Server) serve(ctx context.Context, c *Conn, req *wire.Command) *wire.Command {
 	c.touch()
 	r, ok := s.mux.routes[req.RequestCode().Canonical()]
 	if !ok {
 		return wire.NewResponse(req, wire.RequestCodeNotSupported, fmt.Sprintf("request code %d is not supported", req.Code))
+	}
+	if !r.inline {
+		peer.Detach(ctx)
+		req.LoadExtFields()
 	}
 	if s.opts.Busy != nil && s.opts.Busy(r.kind) {
 		return wire.NewResponse(req, wire.SystemBusy, "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while")
@@ -232,6 +263,7 @@ func (s *Server) serve(ctx context.Context, c *Conn, req *wire.Command) *wire.Co
 	select {
 	case l.slots <- struct{}{}:
 	default:
+		peer.Detach(ctx)
 		if l.queued.Add(1) > int64(s.opts.MaxQueued) {
 			l.queued.Add(-1)
 			return wire.NewResponse(req, wire.SystemBusy, fmt.Sprintf("[TIMEOUT_CLEAN_QUEUE]broker busy: too many %s requests waiting", r.kind))

@@ -187,3 +187,75 @@ func TestServerInitiatedRequest(t *testing.T) {
 		t.Fatalf("server→client request: %v %v", resp, err)
 	}
 }
+
+// TestInlineRoutes checks requests registered with HandleInline: they
+// read their headers in place, a handler that detaches and waits leaves
+// the connection serving, and a full kind sends them to wait off the
+// reading goroutine.
+func TestInlineRoutes(t *testing.T) {
+	release := make(chan struct{})
+	m := NewMux()
+	m.HandleInlineFunc(wire.PullMessage, KindPull, func(ctx context.Context, c *Conn, req *wire.Command) *wire.Command {
+		var h wire.PullMessageRequestHeader
+		if err := req.DecodeHeader(&h); err != nil {
+			return wire.NewResponse(req, wire.SystemError, err.Error())
+		}
+		if h.SuspendTimeoutMillis > 0 {
+			Detach(ctx)
+			<-release
+		}
+		return wire.NewResponse(req, wire.Success, h.Topic)
+	})
+	m.HandleFunc(wire.HeartBeat, KindConsume, func(ctx context.Context, c *Conn, req *wire.Command) *wire.Command {
+		return wire.NewResponse(req, wire.Success, req.ExtFields["k"]) // not inline: ExtFields are decoded
+	})
+	_, addr := startServer(t, m, Options{Workers: map[Kind]int{KindPull: 2}})
+	p := dial(t, addr)
+	pull := func(topic string, wait bool) *wire.Command {
+		h := wire.PullMessageRequestHeader{ConsumerGroup: "g", Topic: topic, MaxMsgNums: 1}
+		if wait {
+			h.SuspendTimeoutMillis = 1000
+		}
+		req := wire.NewRequest(wire.PullMessage, nil)
+		req.EncodeHeader(&h)
+		return req
+	}
+	ctx := context.Background()
+	waited := make(chan *wire.Command, 2)
+	for range 2 {
+		go func() {
+			resp, err := p.Invoke(ctx, pull("slow", true))
+			if err != nil {
+				t.Error(err)
+			}
+			waited <- resp
+		}()
+	}
+	// Both pull slots are held now (or soon): a third pull waits for one
+	// off the reading goroutine, and other requests still get through.
+	third := make(chan *wire.Command, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		resp, _ := p.Invoke(ctx, pull("third", false))
+		third <- resp
+	}()
+	time.Sleep(100 * time.Millisecond)
+	resp, err := p.Invoke(ctx, wire.NewRequest(wire.HeartBeat, map[string]string{"k": "v"}))
+	if err != nil || resp.Remark != "v" {
+		t.Fatalf("heartbeat while pulls wait: %v %v", resp, err)
+	}
+	select {
+	case r := <-third:
+		t.Fatalf("third pull answered while both slots were held: %v", r)
+	default:
+	}
+	close(release)
+	for range 2 {
+		if r := <-waited; r == nil || r.Remark != "slow" {
+			t.Fatalf("waiting pull: %v", r)
+		}
+	}
+	if r := <-third; r == nil || r.Remark != "third" {
+		t.Fatalf("third pull: %v", r)
+	}
+}
