@@ -51,25 +51,25 @@ func (g *Generator) produce(ctx context.Context, w bench.Workload, queues []Queu
 		producers[i] = &producer{index: i}
 		producers[i].left.Store(bench.Share(w.Count, w.Producers, i))
 	}
-	// Build every slot before the clock starts.
-	type slot struct {
-		p *producer
-		s *sender
-	}
-	var slots []slot
-	for i, p := range producers {
-		for j := range w.Inflight {
-			slots = append(slots, slot{p, newSender(g.o.ProducerGroup, w.Topic, body, queues, i*w.Inflight+j)})
-		}
+	// Build every sender before the clock starts.
+	senders := make([]*sender, len(producers))
+	for i := range producers {
+		senders[i] = newSender(g.o.ProducerGroup, w.Topic, body, queues, i)
 	}
 
 	var acked, retries atomic.Int64
 	grp := newGroup(ctx)
 	bench.Begin(ctx)
 	start := time.Now()
-	for _, sl := range slots {
+	for i, p := range producers {
 		grp.Go(func(ctx context.Context) error {
-			n, r, err := sl.s.run(ctx, sl.p, cs)
+			run := senders[i].run
+			if w.Inflight > 1 {
+				run = func(ctx context.Context, p *producer, cs *conns) (int64, int64, error) {
+					return senders[i].runAsync(ctx, p, cs, w.Inflight)
+				}
+			}
+			n, r, err := run(ctx, p, cs)
 			acked.Add(n)
 			retries.Add(r)
 			return err
@@ -91,7 +91,7 @@ func (g *Generator) produce(ctx context.Context, w bench.Workload, queues []Queu
 	return bench.Measurement{Messages: acked.Load(), Elapsed: elapsed, Latency: &h, Retries: retries.Load()}, nil
 }
 
-// sender is one in-flight slot of a producer: a SEND_MESSAGE command built
+// sender sends the messages of one producer: a SEND_MESSAGE command built
 // once, of which only the queue, the born time and the UNIQ_KEY change
 // per message.
 type sender struct {
@@ -112,8 +112,8 @@ func newSender(group, topic string, body []byte, queues []Queue, id int) *sender
 	for _, q := range queues {
 		s.qids = append(s.qids, strconv.Itoa(int(q.ID)))
 	}
-	// The first 16 hex digits identify the slot, the last 16 count its
-	// messages: unique within and across runs.
+	// The first 16 hex digits identify the producer, the last 16 count
+	// its messages: unique within and across runs.
 	var idb [8]byte
 	binary.BigEndian.PutUint64(idb[:], rand.Uint64())
 	s.props = append(s.props, uniqKeyPrefix...)
@@ -196,6 +196,86 @@ func (s *sender) run(ctx context.Context, p *producer, cs *conns) (acked, retrie
 		p.hist.Record(d)
 		p.mu.Unlock()
 		acked++
+	}
+	return acked, retries, nil
+}
+
+// asyncSend is one of the sends a producer keeps outstanding with
+// InvokeAsync. Its done method runs on the connection's reading
+// goroutine and hands the send back to the producer.
+type asyncSend struct {
+	p    *producer
+	q    Queue
+	t0   time.Time
+	back chan<- *asyncSend
+
+	used  bool // sent at least once: ok, retry or err says how it ended
+	ok    bool
+	retry bool
+	err   error
+}
+
+func (a *asyncSend) done(resp *wire.Command, err error) {
+	a.ok, a.retry, a.err = false, false, err
+	if err == nil {
+		switch code := resp.ResponseCode(); {
+		case code == wire.Success:
+			d := time.Since(a.t0)
+			a.p.mu.Lock()
+			a.p.hist.Record(d)
+			a.p.mu.Unlock()
+			a.ok = true
+		case retriable(code):
+			a.retry = true
+		default:
+			a.err = fmt.Errorf("remoting: send to %s/%d: %s %s", a.q.Broker, a.q.ID, code, resp.Remark)
+		}
+	}
+	a.back <- a // never blocks: the channel has room for every send
+}
+
+// runAsync sends the producer's messages with inflight sends outstanding
+// at a time, the way the Go client's SendAsync does: this goroutine
+// builds and queues each send, and callbacks on the connection's reading
+// goroutine take the acknowledgements. It returns how many messages it
+// had acknowledged and how many requests it repeated.
+func (s *sender) runAsync(ctx context.Context, p *producer, cs *conns, inflight int) (acked, retries int64, err error) {
+	back := make(chan *asyncSend, inflight)
+	for range inflight {
+		back <- &asyncSend{p: p, back: back}
+	}
+	for idle := 0; idle < inflight; {
+		var a *asyncSend
+		select {
+		case a = <-back:
+		case <-ctx.Done():
+			return acked, retries, ctx.Err()
+		}
+		switch {
+		case !a.used:
+		case a.err != nil:
+			return acked, retries, a.err
+		case a.ok:
+			acked++
+		case a.retry:
+			retries++
+			p.left.Add(1) // send it again
+			select {
+			case <-ctx.Done():
+				return acked, retries, ctx.Err()
+			case <-time.After(retryPause):
+			}
+		}
+		if p.left.Add(-1) < 0 {
+			idle++
+			continue
+		}
+		a.used = true
+		a.t0 = time.Now()
+		a.q = s.prepare(a.t0)
+		if err := cs.get(a.q.Addr, p.index).InvokeAsync(ctx, &s.cmd, a.done); err != nil {
+			return acked, retries, err
+		}
 	}
 	return acked, retries, nil
 }
