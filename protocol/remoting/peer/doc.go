@@ -24,12 +24,17 @@
 //
 // A Peer is safe for concurrent use. Invoke may be called from many
 // goroutines; each call encodes its frame on the calling goroutine and
-// hands it to a single writer goroutine, which batches whatever is queued
-// into one buffered write and flush. A single reader goroutine decodes
-// incoming frames, completes the matching Invoke, and runs Handler on a
-// new goroutine per incoming request so a slow handler never stalls
-// responses. Invoke never modifies the caller's command and does not keep
-// it after returning.
+// queues it; a writer goroutine writes whatever is queued with one
+// system call (writev). InvokeAsync queues the same way and returns at
+// once; its callback runs when the response arrives. A single reading
+// goroutine decodes incoming frames and completes the matching calls.
+// Requests from the other end run Handler on a new goroutine each, so a
+// slow handler never stalls responses; with Options.Inline they run on
+// the reading goroutine instead, their responses are written together
+// once nothing more is buffered to read, and a handler that must wait
+// calls Detach, which hands reading to another goroutine (a spare one
+// when a handler detached before). Invoke never modifies the caller's
+// command and does not keep it after returning.
 //
 // The first read or write error closes the connection: every pending and
 // later call fails with ErrConnectionLost (wrapping the cause), and Done
