@@ -3,7 +3,6 @@ package convert
 import (
 	"bytes"
 	"compress/zlib"
-	"crypto/md5"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +41,8 @@ type Delivery struct {
 	// Invisible is how long the message stays invisible; 0 leaves the
 	// field out.
 	Invisible time.Duration
+	// Digest is the body digest to send (see DigestFor). Default MD5.
+	Digest Digest
 }
 
 // Deliver returns the message a consumer receives for the stored record
@@ -52,7 +53,7 @@ type Delivery struct {
 //   - user_properties: every property that is not a system property;
 //   - system_properties: tag (TAGS), keys (KEYS split on spaces),
 //     message_id (UNIQ_KEY, else the offset message id), body_digest
-//     (MD5, uppercase hex, of the body sent), body_encoding IDENTITY,
+//     (of the body sent, as d.Digest says), body_encoding IDENTITY,
 //     message_type (TRAN_MSG → TRANSACTION; a delay level or timer
 //     property → DELAY; __SHARDINGKEY → FIFO; else NORMAL), born and
 //     store times and hosts, delivery_timestamp for timer messages,
@@ -120,8 +121,9 @@ func Deliver(rec []byte, d Delivery) (*rmqpb.Message, error) {
 	}
 	body := sc.body()
 	m.Body = body
-	b.digest.Type = rmqpb.DigestType_MD5
-	b.digest.Checksum = string(appendMD5(nil, body))
+	b.digest.Type = d.Digest.Type()
+	var sum [maxChecksum]byte
+	b.digest.Checksum = string(appendChecksum(sum[:0], body, d.Digest))
 	sp.BodyDigest = &b.digest
 	sp.BodyEncoding = rmqpb.Encoding_IDENTITY
 	sp.MessageType = sc.messageType()
@@ -340,15 +342,6 @@ func (sc *scanned) attempt(d Delivery) int32 {
 }
 
 const hexUpper = "0123456789ABCDEF"
-
-// appendMD5 appends the uppercase hex MD5 of body.
-func appendMD5(dst, body []byte) []byte {
-	sum := md5.Sum(body)
-	for _, c := range sum {
-		dst = append(dst, hexUpper[c>>4], hexUpper[c&0x0F])
-	}
-	return dst
-}
 
 func setMillis(t *timestamppb.Timestamp, ms int64) {
 	p := millisParts(ms)

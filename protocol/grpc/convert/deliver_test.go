@@ -311,6 +311,17 @@ func FuzzDeliver(f *testing.F) {
 			t.Fatalf("marshal: %v", err)
 		}
 		checkWire(t, rec, Delivery{Topic: "T", Handle: "h"}, m)
+		for _, dg := range allDigests[1:] {
+			d := Delivery{Topic: "T", Handle: "h", Digest: dg}
+			m, err := Deliver(rec, d)
+			if err != nil {
+				t.Fatalf("digest %d: %v", dg, err)
+			}
+			if bd := m.GetSystemProperties().GetBodyDigest(); bd.GetType() != rmqpb.DigestType_CRC32 || bd.GetChecksum() != checksumOf(m.GetBody(), dg) {
+				t.Fatalf("digest %d: %v does not match the body", dg, bd)
+			}
+			checkWire(t, rec, d, m)
+		}
 	})
 }
 

@@ -127,13 +127,14 @@ func AppendMessage(dst, rec []byte, d Delivery) ([]byte, error) {
 		b = appendBytesField(b, fieldSysMessageID, message.AppendOffsetID(id[:0], h.StoreHost, h.CommitLogOffset))
 	}
 	body := sc.body()
-	var sum [32]byte
-	hexSum := appendMD5(sum[:0], body)
+	var sum [maxChecksum]byte
+	check := appendChecksum(sum[:0], body, d.Digest)
+	dt := uint64(d.Digest.Type())
 	b = protowire.AppendTag(b, fieldSysBodyDigest, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(protowire.SizeTag(fieldDigestType)+protowire.SizeVarint(uint64(rmqpb.DigestType_MD5))+
-		protowire.SizeTag(fieldDigestChecksum)+protowire.SizeBytes(len(hexSum))))
-	b = appendVarintField(b, fieldDigestType, uint64(rmqpb.DigestType_MD5))
-	b = appendBytesField(b, fieldDigestChecksum, hexSum)
+	b = protowire.AppendVarint(b, uint64(protowire.SizeTag(fieldDigestType)+protowire.SizeVarint(dt)+
+		protowire.SizeTag(fieldDigestChecksum)+protowire.SizeBytes(len(check))))
+	b = appendVarintField(b, fieldDigestType, dt)
+	b = appendBytesField(b, fieldDigestChecksum, check)
 	b = appendVarintField(b, fieldSysBodyEncoding, uint64(rmqpb.Encoding_IDENTITY))
 	b = appendVarintField(b, fieldSysMessageType, uint64(sc.messageType()))
 	b = appendTime(b, fieldSysBornTimestamp, millisParts(h.BornTimestamp))

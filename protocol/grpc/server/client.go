@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/session"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -26,10 +27,19 @@ func sessionOf(ctx context.Context) *session.Session {
 	return s
 }
 
+// digestOf returns the body digest for the messages of the call's client:
+// the cheapest its language checks, MD5 when it has not declared one.
+func digestOf(ctx context.Context) convert.Digest {
+	if sess := sessionOf(ctx); sess != nil {
+		return convert.DigestFor(sess.Language())
+	}
+	return convert.DigestMD5
+}
+
 // attach looks up the client the call names and puts its session into ctx.
 func (s *Server) attach(ctx context.Context) context.Context {
-	md, _ := metadata.FromIncomingContext(ctx)
-	ids := md.Get(headerClientID)
+	// Not metadata.FromIncomingContext, which copies every header.
+	ids := metadata.ValueFromIncomingContext(ctx, headerClientID)
 	if len(ids) == 0 || ids[0] == "" {
 		return ctx
 	}

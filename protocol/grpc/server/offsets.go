@@ -27,7 +27,8 @@ import (
 // next_offset is where the next pull starts: past every message examined.
 // While the queue has nothing past offset the call is held for up to
 // long_polling_timeout, with the limits of ReceiveMessage. Messages carry
-// no receipt handle; their delivery attempt is their reconsume times + 1.
+// no receipt handle; their delivery attempt is their reconsume times + 1;
+// their digest is ReceiveMessage's.
 func (s *Server) PullMessage(req *rmqpb.PullMessageRequest, stream grpc.ServerStreamingServer[rmqpb.PullMessageResponse]) error {
 	ctx := stream.Context()
 	status := func(st *rmqpb.Status) *rmqpb.PullMessageResponse {
@@ -64,8 +65,9 @@ func (s *Server) PullMessage(req *rmqpb.PullMessageRequest, stream grpc.ServerSt
 		}
 		if len(res.Records) > 0 {
 			msgs := make([]*rmqpb.Message, 0, len(res.Records))
+			d := convert.Delivery{Topic: p.topic, Namespace: p.namespace, Digest: digestOf(ctx)}
 			for _, rec := range res.Records {
-				m, err := convert.Deliver(rec, convert.Delivery{Topic: p.topic, Namespace: p.namespace})
+				m, err := convert.Deliver(rec, d)
 				if err != nil {
 					s.log.Error("skipping a message that does not decode", "topic", p.topic, "queue", p.queue, "err", err)
 					continue

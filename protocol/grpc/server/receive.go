@@ -37,6 +37,8 @@ import (
 // deadline. Messages that pass the group's max attempts go to its
 // dead-letter topic instead of being delivered; the max attempts are
 // those of the retry policy in the client's settings, else the group's.
+// Each message's body digest is the cheapest the client's language
+// checks (see convert.DigestFor).
 func (s *Server) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.ServerStreamingServer[rmqpb.ReceiveMessageResponse]) error {
 	ctx := stream.Context()
 	r, err := s.receiveRequest(ctx, req)
@@ -72,6 +74,7 @@ type receive struct {
 	pop       engine.PopOptions
 	namespace string
 	owner     *session.Session // set with auto_renew
+	digest    convert.Digest   // the one the client's language checks
 }
 
 // receiveRequest checks req and turns it into a pop.
@@ -135,10 +138,9 @@ func (s *Server) receiveRequest(ctx context.Context, req *rmqpb.ReceiveMessageRe
 		return nil, fmt.Errorf("%w: consumer group %s is disabled", engine.ErrNoPermission, group)
 	}
 	if sess != nil {
-		if st := sess.Settings(); st != nil {
-			r.pop.MaxAttempts = st.GetBackoffPolicy().GetMaxAttempts()
-		}
+		r.pop.MaxAttempts = sess.MaxAttempts()
 	}
+	r.digest = digestOf(ctx)
 	return r, nil
 }
 
@@ -161,7 +163,7 @@ func (s *Server) deliver(ctx context.Context, stream grpc.ServerStreamingServer[
 		leases = make([]*lease, 0, len(popped))
 	}
 	now := time.Now()
-	d := convert.Delivery{Topic: r.pop.Topic, Namespace: r.namespace, Invisible: r.pop.Invisible}
+	d := convert.Delivery{Topic: r.pop.Topic, Namespace: r.namespace, Invisible: r.pop.Invisible, Digest: r.digest}
 	for i := range popped {
 		p := &popped[i]
 		d.Handle, d.Attempt = p.Handle, p.Attempt

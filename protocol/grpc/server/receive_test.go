@@ -196,6 +196,47 @@ func TestMaxAttemptsFromSettings(t *testing.T) {
 	}
 }
 
+// A client that declared its language gets the CRC32 of each body in the
+// form its language computes; one that declared none gets MD5. Pulls
+// carry the same digest as receives.
+func TestDigestByLanguage(t *testing.T) {
+	h := newConsumeHarness(t, Options{})
+	h.topic("T", 1)
+	h.send("T", "123456789") // CRC32 0xCBF43926
+	h.send("T", "body-144")  // CRC32 0x00DA7457
+	md5Of := func(b []byte) string { sum := md5.Sum(b); return strings.ToUpper(hex.EncodeToString(sum[:])) }
+	cases := []struct {
+		lang rmqpb.Language
+		typ  rmqpb.DigestType
+		want map[string]string
+	}{
+		{rmqpb.Language_NODE_JS, rmqpb.DigestType_CRC32, map[string]string{"123456789": "3421780262", "body-144": "14316631"}},
+		{rmqpb.Language_JAVA, rmqpb.DigestType_CRC32, map[string]string{"123456789": "CBF43926", "body-144": "DA7457"}},
+		{rmqpb.Language_GOLANG, rmqpb.DigestType_CRC32, map[string]string{"123456789": "CBF43926", "body-144": "DA7457"}},
+		{rmqpb.Language_PYTHON, rmqpb.DigestType_CRC32, map[string]string{"123456789": "CBF43926", "body-144": "00DA7457"}},
+		{rmqpb.Language_RUST, rmqpb.DigestType_MD5, map[string]string{"123456789": md5Of([]byte("123456789")), "body-144": md5Of([]byte("body-144"))}},
+		{rmqpb.Language_LANGUAGE_UNSPECIFIED, rmqpb.DigestType_MD5, map[string]string{"123456789": md5Of([]byte("123456789")), "body-144": md5Of([]byte("body-144"))}},
+	}
+	for i, c := range cases {
+		id := fmt.Sprint("c", i)
+		if c.lang != rmqpb.Language_LANGUAGE_UNSPECIFIED {
+			h.srv.sessions.Touch(id, "").SetSettings(&rmqpb.Settings{UserAgent: &rmqpb.UA{Language: c.lang}})
+		}
+		ctx := clientCtx(id)
+		received := h.mustReceive(ctx, receiveReq(fmt.Sprint("G", i), "T", 32, 30*time.Second), rmqpb.Code_OK)
+		pulled := h.pullAll(ctx, fmt.Sprint("P", i), "T", 0)
+		if len(received) != 2 || len(pulled) != 2 {
+			t.Fatalf("%s: received %d, pulled %d messages", c.lang, len(received), len(pulled))
+		}
+		for _, m := range append(received, pulled...) {
+			d := m.GetSystemProperties().GetBodyDigest()
+			if d.GetType() != c.typ || d.GetChecksum() != c.want[string(m.GetBody())] {
+				t.Errorf("%s: body %q: digest %v, want %s %s", c.lang, m.GetBody(), d, c.typ, c.want[string(m.GetBody())])
+			}
+		}
+	}
+}
+
 func TestForwardToDeadLetter(t *testing.T) {
 	h := newConsumeHarness(t, Options{})
 	h.topic("T", 1)

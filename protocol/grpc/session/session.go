@@ -24,11 +24,13 @@ type Session struct {
 	id   string
 	gone chan struct{} // closed when the table drops the session
 
-	mu       sync.Mutex
-	remote   string
-	settings *rmqpb.Settings
-	stream   *Stream
-	seen     time.Time
+	mu          sync.Mutex
+	remote      string
+	settings    *rmqpb.Settings
+	language    rmqpb.Language // of settings' user agent
+	maxAttempts int32          // of settings' backoff policy
+	stream      *Stream
+	seen        time.Time
 }
 
 // ID returns the client id (x-mq-client-id).
@@ -58,7 +60,26 @@ func (s *Session) SetSettings(st *rmqpb.Settings) {
 	c := proto.Clone(st).(*rmqpb.Settings)
 	s.mu.Lock()
 	s.settings = c
+	s.language = c.GetUserAgent().GetLanguage()
+	s.maxAttempts = c.GetBackoffPolicy().GetMaxAttempts()
 	s.mu.Unlock()
+}
+
+// Language returns the language of the client's user agent, as its
+// settings declared it (LANGUAGE_UNSPECIFIED before the first).
+func (s *Session) Language() rmqpb.Language {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.language
+}
+
+// MaxAttempts returns the max attempts of the backoff policy in the
+// client's settings, 0 when they have none. Unlike Settings it copies
+// nothing, for the paths every request takes.
+func (s *Session) MaxAttempts() int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxAttempts
 }
 
 // Gone is closed once the session is dropped from its table: the client
@@ -153,9 +174,10 @@ func (s *Session) Send(cmd *rmqpb.TelemetryCommand) error {
 	}
 }
 
-// Table holds the sessions of one server.
+// Table holds the sessions of one server. Every request looks its client
+// up, so lookups share the lock.
 type Table struct {
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[string]*Session
 }
 
@@ -166,21 +188,25 @@ func NewTable() *Table { return &Table{m: map[string]*Session{}} }
 // request from remote.
 func (t *Table) Touch(id, remote string) *Session {
 	now := time.Now()
-	t.mu.Lock()
+	t.mu.RLock()
 	s, ok := t.m[id]
+	t.mu.RUnlock()
 	if !ok {
-		s = &Session{id: id, gone: make(chan struct{})}
-		t.m[id] = s
+		t.mu.Lock()
+		if s, ok = t.m[id]; !ok {
+			s = &Session{id: id, gone: make(chan struct{})}
+			t.m[id] = s
+		}
+		t.mu.Unlock()
 	}
-	t.mu.Unlock()
 	s.touch(remote, now)
 	return s
 }
 
 // Lookup returns the session of client id, if the table has one.
 func (t *Table) Lookup(id string) (*Session, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	s, ok := t.m[id]
 	return s, ok
 }
@@ -232,8 +258,8 @@ func (s *Session) drop() {
 // Idle returns the sessions with no telemetry stream that made no request
 // since before.
 func (t *Table) Idle(before time.Time) []*Session {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	var out []*Session
 	for _, s := range t.m {
 		if !s.HasStream() && s.LastSeen().Before(before) {

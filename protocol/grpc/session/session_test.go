@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,5 +102,46 @@ func TestStreamReplaceAndSend(t *testing.T) {
 	s.Detach(second)
 	if s.HasStream() {
 		t.Fatal("detached stream still attached")
+	}
+}
+
+func TestSettingsSummary(t *testing.T) {
+	s := NewTable().Touch("c1", "")
+	if s.Settings() != nil || s.Language() != rmqpb.Language_LANGUAGE_UNSPECIFIED || s.MaxAttempts() != 0 {
+		t.Fatal("a client that declared nothing has settings")
+	}
+	st := &rmqpb.Settings{
+		UserAgent:     &rmqpb.UA{Language: rmqpb.Language_NODE_JS},
+		BackoffPolicy: &rmqpb.RetryPolicy{MaxAttempts: 7},
+	}
+	s.SetSettings(st)
+	st.UserAgent.Language = rmqpb.Language_JAVA // the session keeps its own copy
+	if s.Language() != rmqpb.Language_NODE_JS || s.MaxAttempts() != 7 || s.Settings().GetBackoffPolicy().GetMaxAttempts() != 7 {
+		t.Fatalf("language %s, max attempts %d", s.Language(), s.MaxAttempts())
+	}
+	s.SetSettings(&rmqpb.Settings{})
+	if s.Language() != rmqpb.Language_LANGUAGE_UNSPECIFIED || s.MaxAttempts() != 0 {
+		t.Fatal("new settings without a user agent or policy kept the old ones")
+	}
+}
+
+// Lookups and touches from many goroutines find one session per client.
+func TestTableConcurrentTouch(t *testing.T) {
+	tab := NewTable()
+	var wg sync.WaitGroup
+	got := make([]*Session, 16)
+	for i := range got {
+		wg.Go(func() {
+			for range 100 {
+				got[i] = tab.Touch("c1", "")
+				tab.Lookup("c1")
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range got {
+		if s != got[0] {
+			t.Fatal("two sessions for one client")
+		}
 	}
 }
