@@ -12,6 +12,7 @@ import (
 	"github.com/karmanmq/karman/bench/latency"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"golang.org/x/sync/errgroup"
+	grpclib "google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -53,19 +54,23 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 
 	type receiver struct {
 		c    *conn
+		ack  *ackBuilder
 		hist latency.Histogram
 	}
 	rs := make([]*receiver, receivers)
 	for i := range rs {
-		rs[i] = &receiver{c: conns.get(i)}
+		rs[i] = &receiver{c: conns.get(i), ack: newAckBuilder(group, w.Topic)}
 	}
-	req := &rmqpb.ReceiveMessageRequest{
+	req, err := encode(&rmqpb.ReceiveMessageRequest{
 		Group:              &rmqpb.Resource{Name: group},
 		MessageQueue:       &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: w.Topic}},
 		FilterExpression:   &rmqpb.FilterExpression{Type: rmqpb.FilterType_TAG, Expression: "*"},
 		BatchSize:          int32(w.Batch),
 		InvisibleDuration:  durationpb.New(invisibleTime),
 		LongPollingTimeout: durationpb.New(pollTime),
+	})
+	if err != nil {
+		return bench.Measurement{}, err
 	}
 
 	var got, retries atomic.Int64
@@ -77,9 +82,10 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 	start := time.Now()
 	for _, r := range rs {
 		grp.Go(func() error {
+			mctx := r.c.ctx(gctx)
 			for got.Load() < w.Count {
 				t0 := time.Now()
-				entries, code, err := g.receiveOnce(gctx, r.c, req, w.Topic)
+				err := g.receiveOnce(mctx, r.c, req, r.ack)
 				if err != nil {
 					if gctx.Err() != nil && got.Load() >= w.Count {
 						return nil
@@ -88,21 +94,22 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 				}
 				now := time.Now()
 				r.hist.Record(now.Sub(t0))
-				switch code {
+				switch r.ack.code {
 				case rmqpb.Code_OK, rmqpb.Code_MESSAGE_NOT_FOUND:
 				case rmqpb.Code_TOO_MANY_REQUESTS:
 					retries.Add(1)
 					continue
 				default:
-					return fmt.Errorf("grpc bench: receive: %s", code)
+					return fmt.Errorf("grpc bench: receive: %s %s", r.ack.code, r.ack.msg)
 				}
-				if len(entries) == 0 {
+				n := r.ack.entries
+				if n == 0 {
 					continue
 				}
-				if err := g.ack(gctx, r.c, group, w.Topic, entries); err != nil {
+				if err := g.ack(mctx, r.c, r.ack); err != nil {
 					return err
 				}
-				if got.Add(int64(len(entries))) >= w.Count {
+				if got.Add(int64(n)) >= w.Count {
 					lastAt.CompareAndSwap(0, int64(time.Since(start)))
 					stop()
 				}
@@ -129,51 +136,44 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 	return bench.Measurement{Messages: got.Load(), Elapsed: elapsed, Latency: &h, Retries: retries.Load(), Consumers: receivers}, nil
 }
 
-// receiveOnce runs one ReceiveMessage and returns the ack entries of the
-// messages it delivered and the status code.
-func (g *Generator) receiveOnce(ctx context.Context, c *conn, req *rmqpb.ReceiveMessageRequest, topic string) ([]*rmqpb.AckMessageEntry, rmqpb.Code, error) {
+// receiveDesc describes the ReceiveMessage stream.
+var receiveDesc = &grpclib.StreamDesc{StreamName: "ReceiveMessage", ServerStreams: true}
+
+// receiveOnce runs one ReceiveMessage with the encoded request req,
+// leaving in ack the acknowledgement of what it delivered and its status.
+// ctx carries the connection's metadata.
+func (g *Generator) receiveOnce(ctx context.Context, c *conn, req *encoded, ack *ackBuilder) error {
 	rctx, cancel := context.WithTimeout(ctx, g.o.RequestTimeout+pollTime)
 	defer cancel()
-	stream, err := c.rpc.ReceiveMessage(c.ctx(rctx), req)
+	ack.reset()
+	stream, err := c.cc.NewStream(rctx, receiveDesc, rmqpb.MessagingService_ReceiveMessage_FullMethodName)
 	if err != nil {
-		return nil, 0, fmt.Errorf("grpc bench: receive: %w", err)
+		return fmt.Errorf("grpc bench: receive: %w", err)
 	}
-	var (
-		entries []*rmqpb.AckMessageEntry
-		code    rmqpb.Code
-	)
+	if err := stream.SendMsg(req); err != nil {
+		return fmt.Errorf("grpc bench: receive: %w", err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		return fmt.Errorf("grpc bench: receive: %w", err)
+	}
 	for {
-		resp, err := stream.Recv()
-		if err == io.EOF {
-			return entries, code, nil
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("grpc bench: receive: %w", err)
-		}
-		switch content := resp.GetContent().(type) {
-		case *rmqpb.ReceiveMessageResponse_Status:
-			code = content.Status.GetCode()
-		case *rmqpb.ReceiveMessageResponse_Message:
-			sys := content.Message.GetSystemProperties()
-			entries = append(entries, &rmqpb.AckMessageEntry{MessageId: sys.GetMessageId(), ReceiptHandle: sys.GetReceiptHandle()})
+		if err := stream.RecvMsg(ack); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("grpc bench: receive: %w", err)
 		}
 	}
 }
 
-// ack acknowledges entries with one AckMessage.
-func (g *Generator) ack(ctx context.Context, c *conn, group, topic string, entries []*rmqpb.AckMessageEntry) error {
+// ack sends the acknowledgement a receive built. ctx carries the
+// connection's metadata.
+func (g *Generator) ack(ctx context.Context, c *conn, a *ackBuilder) error {
 	actx, cancel := context.WithTimeout(ctx, g.o.RequestTimeout)
 	defer cancel()
-	resp, err := c.rpc.AckMessage(c.ctx(actx), &rmqpb.AckMessageRequest{
-		Group:   &rmqpb.Resource{Name: group},
-		Topic:   &rmqpb.Resource{Name: topic},
-		Entries: entries,
-	})
-	if err != nil {
+	resp := reply{entryStatus: fieldAckEntryStatus}
+	if err := c.cc.Invoke(actx, rmqpb.MessagingService_AckMessage_FullMethodName, a.request(), &resp); err != nil {
 		return fmt.Errorf("grpc bench: ack: %w", err)
 	}
-	if code := resp.GetStatus().GetCode(); code != rmqpb.Code_OK {
-		return fmt.Errorf("grpc bench: ack: %s %s", code, resp.GetStatus().GetMessage())
-	}
-	return nil
+	return resp.err("ack")
 }

@@ -97,7 +97,10 @@ func (c *conn) close() {
 // dial opens a connection as client number i and declares settings on its
 // telemetry stream, returning once the server has answered them.
 func (g *Generator) dial(ctx context.Context, i int, settings *rmqpb.Settings) (*conn, error) {
-	cc, err := grpclib.NewClient(g.o.Addr, grpclib.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpclib.NewClient(g.o.Addr,
+		grpclib.WithTransportCredentials(insecure.NewCredentials()),
+		grpclib.WithDefaultCallOptions(grpclib.ForceCodecV2(newCodec())),
+	)
 	if err != nil {
 		return nil, fmt.Errorf("grpc bench: %w", err)
 	}

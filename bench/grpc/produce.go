@@ -15,7 +15,6 @@ import (
 	"github.com/karmanmq/karman/bench/latency"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // retryPause is how long a sender waits before repeating a request the
@@ -91,31 +90,15 @@ func (g *Generator) produce(ctx context.Context, w bench.Workload) (bench.Measur
 // sender is one in-flight slot of a producer: a request built once, of
 // which only the message id and the born time change per message.
 type sender struct {
-	p    *producer
-	c    *conn
-	req  *rmqpb.SendMessageRequest
-	sys  *rmqpb.SystemProperties
-	id   []byte // 34 hex digits: version, 8 random bytes, 8-byte counter
-	seq  uint64
-	born int64
+	p   *producer
+	c   *conn
+	req *sendRequest
+	id  []byte // 34 hex digits: version, 8 random bytes, 8-byte counter
+	seq uint64
 }
 
 func newSender(p *producer, c *conn, topic, host string, body []byte) *sender {
-	sys := &rmqpb.SystemProperties{
-		BodyEncoding: rmqpb.Encoding_IDENTITY,
-		MessageType:  rmqpb.MessageType_NORMAL,
-		BornHost:     host,
-	}
-	s := &sender{
-		p:   p,
-		c:   c,
-		sys: sys,
-		req: &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{{
-			Topic:            &rmqpb.Resource{Name: topic},
-			SystemProperties: sys,
-			Body:             body,
-		}}},
-	}
+	s := &sender{p: p, c: c, req: newSendRequest(topic, host, body)}
 	var r [8]byte
 	binary.BigEndian.PutUint64(r[:], rand.Uint64())
 	s.id = append(s.id, "01"...)
@@ -124,8 +107,8 @@ func newSender(p *producer, c *conn, topic, host string, body []byte) *sender {
 	return s
 }
 
-// prepare gives the message a new id and the born time now.
-func (s *sender) prepare(now time.Time) {
+// prepare returns the request of the next message, born now.
+func (s *sender) prepare(now time.Time) *encoded {
 	s.seq++
 	const digits = "0123456789ABCDEF"
 	v := s.seq
@@ -133,32 +116,29 @@ func (s *sender) prepare(now time.Time) {
 		s.id[k] = digits[v&0xF]
 		v >>= 4
 	}
-	s.sys.MessageId = string(s.id)
-	if ms := now.UnixMilli(); ms != s.born {
-		s.born = ms
-		s.sys.BornTimestamp = timestamppb.New(now)
-	}
+	return s.req.encode(s.id, now)
 }
 
 // run sends the producer's messages until none are left; it returns how
 // many were acknowledged and how many requests were repeated.
 func (s *sender) run(ctx context.Context, timeout time.Duration) (acked, retries int64, err error) {
+	resp := reply{entryStatus: fieldSendEntryStatus}
+	mctx := s.c.ctx(ctx)
 	for s.p.left.Add(-1) >= 0 {
 		start := time.Now()
-		s.prepare(start)
+		req := s.prepare(start)
 		for {
-			rctx, cancel := context.WithTimeout(ctx, timeout)
-			resp, err := s.c.rpc.SendMessage(s.c.ctx(rctx), s.req)
+			rctx, cancel := context.WithTimeout(mctx, timeout)
+			err := s.c.cc.Invoke(rctx, rmqpb.MessagingService_SendMessage_FullMethodName, req, &resp)
 			cancel()
 			if err != nil {
 				return acked, retries, fmt.Errorf("grpc bench: send: %w", err)
 			}
-			code := sendCode(resp)
-			if code == rmqpb.Code_OK {
+			if resp.code == rmqpb.Code_OK {
 				break
 			}
-			if code != rmqpb.Code_TOO_MANY_REQUESTS {
-				return acked, retries, fmt.Errorf("grpc bench: send: %s %s", code, resp.GetStatus().GetMessage())
+			if resp.code != rmqpb.Code_TOO_MANY_REQUESTS {
+				return acked, retries, resp.err("send")
 			}
 			retries++
 			select {
@@ -174,14 +154,4 @@ func (s *sender) run(ctx context.Context, timeout time.Duration) (acked, retries
 		acked++
 	}
 	return acked, retries, nil
-}
-
-// sendCode returns the first failing entry's code, else the response's.
-func sendCode(resp *rmqpb.SendMessageResponse) rmqpb.Code {
-	for _, e := range resp.GetEntries() {
-		if c := e.GetStatus().GetCode(); c != rmqpb.Code_OK {
-			return c
-		}
-	}
-	return resp.GetStatus().GetCode()
 }
