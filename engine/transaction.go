@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -162,8 +163,8 @@ func (e *Engine) EndTransaction(ctx context.Context, r EndTransactionRequest) er
 	if err != nil {
 		return err
 	}
-	if group, _ := half.Property(message.PropertyProducerGroup); string(group) != r.ProducerGroup && r.ProducerGroup != "" {
-		return fmt.Errorf("%w: %s, not %s", ErrTransactionGroup, group, r.ProducerGroup)
+	if string(half.group) != r.ProducerGroup && r.ProducerGroup != "" {
+		return fmt.Errorf("%w: %s, not %s", ErrTransactionGroup, half.group, r.ProducerGroup)
 	}
 	if r.QueueOffset >= 0 && r.QueueOffset != half.QueueOffset {
 		return fmt.Errorf("%w: half message at %d has queue offset %d, not %d", ErrTransactionNotFound, r.CommitLogOffset, half.QueueOffset, r.QueueOffset)
@@ -171,26 +172,57 @@ func (e *Engine) EndTransaction(ctx context.Context, r EndTransactionRequest) er
 	if r.Decision == Unknown {
 		return nil
 	}
-	return e.resolve(s, r.CommitLogOffset, s.read, r.Decision)
+	return e.resolve(s, r.CommitLogOffset, &half, r.Decision)
+}
+
+// halfRecord is a stored half message read back, with the properties a
+// decision needs, found in one pass over them.
+type halfRecord struct {
+	message.Header
+	rec       []byte // the stored record
+	group     []byte // PGROUP
+	realTopic []byte
+	realQueue int  // -1 when REAL_QID is missing or not a number
+	scheduled bool // it is a delayed or timer message as well
 }
 
 // readHalf reads the pending half message at off into s.read.
-func (e *Engine) readHalf(s *sendState, off int64) (message.Header, error) {
+func (e *Engine) readHalf(s *sendState, off int64) (halfRecord, error) {
 	rec, err := e.log.Read(off, s.read[:0])
 	if err != nil {
-		return message.Header{}, fmt.Errorf("%w at commit-log offset %d", ErrTransactionNotFound, off)
+		return halfRecord{}, fmt.Errorf("%w at commit-log offset %d", ErrTransactionNotFound, off)
 	}
 	s.read = rec
 	h, err := message.PeekStored(rec)
 	if err != nil || !bytes.Equal(h.Topic, halfTopic) {
-		return message.Header{}, fmt.Errorf("%w at commit-log offset %d", ErrTransactionNotFound, off)
+		return halfRecord{}, fmt.Errorf("%w at commit-log offset %d", ErrTransactionNotFound, off)
 	}
-	return h, nil
+	half := halfRecord{Header: h, rec: rec, realQueue: -1}
+	for props := h.Properties; len(props) > 0; {
+		var k, v []byte
+		var ok bool
+		if k, v, props, ok = message.NextProperty(props); !ok {
+			continue
+		}
+		switch string(k) {
+		case message.PropertyProducerGroup:
+			half.group = v
+		case message.PropertyRealTopic:
+			half.realTopic = v
+		case message.PropertyRealQueueID:
+			half.realQueue = -1
+			if n, ok := parseInt(v); ok && n <= math.MaxInt32 {
+				half.realQueue = int(n)
+			}
+		case message.PropertyDelayLevel, message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS:
+			half.scheduled = true
+		}
+	}
+	return half, nil
 }
 
-// resolve appends the record that settles the half message at off, whose
-// stored record is half.
-func (e *Engine) resolve(s *sendState, off int64, half []byte, d Decision) error {
+// resolve appends the record that settles the half message at off.
+func (e *Engine) resolve(s *sendState, off int64, half *halfRecord, d Decision) error {
 	// Read the index position before the pending check: a decision indexed
 	// in between must not be mistaken for one that is safe to forget.
 	indexed := e.disp.pos.Load()
@@ -214,9 +246,9 @@ func (e *Engine) resolve(s *sendState, off int64, half []byte, d Decision) error
 	case Commit:
 		err = e.commitHalf(s, half, off, src)
 	case Rollback:
-		err = e.markHalf(s, message.TopicTransOpHalf, half, src)
+		err = e.markHalf(s, message.TopicTransOpHalf, half.rec, src)
 	default:
-		err = e.markHalf(s, message.TopicTransCheckMaxTime, half, src)
+		err = e.markHalf(s, message.TopicTransCheckMaxTime, half.rec, src)
 	}
 	if err == nil {
 		rec = s.offs[0]
@@ -227,36 +259,26 @@ func (e *Engine) resolve(s *sendState, off int64, half []byte, d Decision) error
 // commitDrop are the properties a committed copy leaves out.
 var commitDrop = []string{message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared, propertyTransactionSource}
 
-// commitHalf stores the committed copy of the half message at off, whose
-// stored record is half, in its real queue.
-func (e *Engine) commitHalf(s *sendState, half []byte, off int64, src string) error {
-	h, err := message.PeekStored(half)
+// commitHalf stores the committed copy of the half message at off in its
+// real queue.
+func (e *Engine) commitHalf(s *sendState, half *halfRecord, off int64, src string) error {
+	t, err := e.topic(string(half.realTopic))
 	if err != nil {
-		return err
-	}
-	topic, _ := h.Property(message.PropertyRealTopic)
-	t, err := e.topic(string(topic))
-	if err != nil {
-		e.opts.Logger.Warn("committed transaction's topic is gone; dropping it", "topic", string(topic))
-		return e.markHalf(s, message.TopicTransOpHalf, half, src)
+		e.opts.Logger.Warn("committed transaction's topic is gone; dropping it", "topic", string(half.realTopic))
+		return e.markHalf(s, message.TopicTransOpHalf, half.rec, src)
 	}
 	qs := *t.queues.Load()
-	qid := -1
-	if v, ok := h.Property(message.PropertyRealQueueID); ok {
-		if n, ok := parseInt(v); ok && n < int64(len(qs)) {
-			qid = int(n)
-		}
-	}
-	if qid < 0 {
+	qid := half.realQueue
+	if qid < 0 || qid >= len(qs) {
 		qid = int(t.next.Add(1) % uint32(len(qs)))
 	}
-	if hasScheduleBytes(h.Properties) {
-		return e.commitScheduled(s, t, qs[qid], half, src)
+	if half.scheduled {
+		return e.commitScheduled(s, t, qs[qid], half.rec, src)
 	}
 	add := [...]string{propertyTransactionSource, src}
 	q := qs[qid]
 	rw := message.Rewrite{Topic: q.topic, QueueID: q.id, Drop: commitDrop, Add: add[:]}
-	if err := s.addMoved(half, q, &rw); err != nil {
+	if err := s.addMoved(half.rec, q, &rw); err != nil {
 		return err
 	}
 	message.SetTransaction(s.buf, message.SysFlagTransactionCommit, off)
@@ -264,7 +286,7 @@ func (e *Engine) commitHalf(s *sendState, half []byte, off int64, src string) er
 		return err
 	}
 	t.msgsIn.Add(1)
-	t.bytesIn.Add(int64(len(h.Body)))
+	t.bytesIn.Add(int64(len(half.Body)))
 	return nil
 }
 
@@ -289,12 +311,6 @@ func (e *Engine) commitScheduled(s *sendState, t *topicState, q *queueState, hal
 	}
 	msgs := [1]*message.Message{m}
 	return e.store(s, t, q, msgs[:], "", nil)
-}
-
-// hasScheduleBytes reports whether the encoded properties props make a
-// delayed or timer message.
-func hasScheduleBytes(props []byte) bool {
-	return message.HasAnyProperty(props, message.PropertyDelayLevel, message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS)
 }
 
 // markHalf appends a copy of the stored half message half under topic,
@@ -371,24 +387,22 @@ func (e *Engine) checkOne(off, now int64) error {
 	if herr != nil {
 		return herr
 	}
-	group, _ := half.Property(message.PropertyProducerGroup)
 	if st.Count >= e.opts.TransactionCheckMax {
-		e.opts.Logger.Warn("discarding a half message that was never resolved", "offset", off, "group", string(group), "checks", st.Count)
-		err := e.resolve(s, off, s.read, Unknown)
+		e.opts.Logger.Warn("discarding a half message that was never resolved", "offset", off, "group", string(half.group), "checks", st.Count)
+		err := e.resolve(s, off, &half, Unknown)
 		if errors.Is(err, ErrTransactionResolved) {
 			return nil
 		}
 		return err
 	}
 	e.txnChecks.Set(off, txn.Check{Count: st.Count + 1, Next: now + e.opts.TransactionCheckInterval.Milliseconds()})
-	return e.sendCheck(off, s.read, &half)
+	return e.sendCheck(off, &half)
 }
 
-// sendCheck asks a live producer of the group of the half message at off,
-// whose stored record is rec, to resolve it.
-func (e *Engine) sendCheck(off int64, rec []byte, half *message.Header) error {
-	groupb, _ := half.Property(message.PropertyProducerGroup)
-	group := string(groupb)
+// sendCheck asks a live producer of the group of the half message at off
+// to resolve it.
+func (e *Engine) sendCheck(off int64, half *halfRecord) error {
+	group := string(half.group)
 	producers := e.clients.Producers(group)
 	m := e.checkers.byProtocol.Load()
 	if len(producers) == 0 || m == nil {
@@ -401,23 +415,18 @@ func (e *Engine) sendCheck(off int64, rec []byte, half *message.Header) error {
 	}
 	id, _ := half.Property(message.PropertyUniqKey)
 	txID, _ := half.Property(message.PropertyTransactionID)
-	topic, _ := half.Property(message.PropertyRealTopic)
 	h := HalfMessage{
 		CommitLogOffset: off,
 		QueueOffset:     half.QueueOffset,
 		MsgID:           string(id),
 		TransactionID:   string(txID),
 		ProducerGroup:   group,
-		Topic:           string(topic),
+		Topic:           string(half.realTopic),
 	}
 	if h.TransactionID == "" {
 		h.TransactionID = h.MsgID
 	}
-	var qid int64
-	if v, ok := half.Property(message.PropertyRealQueueID); ok {
-		qid, _ = parseInt(v)
-	}
-	restored, err := message.AppendRewritten(nil, rec, &message.Rewrite{Topic: h.Topic, QueueID: int32(qid)})
+	restored, err := message.AppendRewritten(nil, half.rec, &message.Rewrite{Topic: h.Topic, QueueID: int32(max(half.realQueue, 0))})
 	if err != nil {
 		return err
 	}

@@ -102,20 +102,3 @@ func SetTransaction(rec []byte, t int32, preparedOffset int64) {
 	at := offBornHost + hostLenFor(sysFlag, SysFlagBornHostV6) + 8 + hostLenFor(sysFlag, SysFlagStoreHostV6) + 4
 	be.PutUint64(rec[at:], uint64(preparedOffset))
 }
-
-// HasAnyProperty reports whether the encoded properties string b holds
-// one of names, by the rules of LookupProperty. It does not allocate.
-func HasAnyProperty(b []byte, names ...string) bool {
-	for len(b) > 0 {
-		var piece []byte
-		piece, b = nextPiece(b)
-		if k, _, ok := splitPair(piece); ok {
-			for _, n := range names {
-				if string(k) == n {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}

@@ -172,31 +172,6 @@ func TestSetTransaction(t *testing.T) {
 	}
 }
 
-func TestHasAnyProperty(t *testing.T) {
-	props := AppendProperties(nil, map[string]string{"a": "1", "bb": "", "c": "3"})
-	props = append(props, "x\x01y\x01z\x02"...) // not a pair
-	for _, tt := range []struct {
-		names []string
-		want  bool
-	}{
-		{[]string{"a"}, true},
-		{[]string{"bb"}, true},
-		{[]string{"zz", "c"}, true},
-		{[]string{"x"}, false},
-		{[]string{"b", "A"}, false},
-		{nil, false},
-	} {
-		if got := HasAnyProperty(props, tt.names...); got != tt.want {
-			t.Errorf("HasAnyProperty(%v) = %v", tt.names, got)
-		}
-		for _, n := range tt.names {
-			if _, ok := LookupProperty(props, n); ok && !tt.want {
-				t.Errorf("LookupProperty finds %s", n)
-			}
-		}
-	}
-}
-
 func TestNextPropertyAgreesWithLookup(t *testing.T) {
 	for _, props := range []string{"", "a\x011\x02a\x012\x02", "\x02\x02k\x01v", "x\x01y\x01z\x02k\x01\x02", "\x01v\x02k\x01w\x02"} {
 		last := map[string]string{}
@@ -231,14 +206,6 @@ func TestAppendRewrittenAllocs(t *testing.T) {
 		SetTransaction(buf, SysFlagTransactionCommit, 1)
 	}); n != 0 {
 		t.Errorf("AppendRewritten + SetTransaction: %v allocs, want 0", n)
-	}
-	h, _ := PeekStored(rec)
-	if n := testing.AllocsPerRun(1000, func() {
-		if !HasAnyProperty(h.Properties, "ABSENT", PropertyTags) {
-			t.Fatal("TAGS not found")
-		}
-	}); n != 0 {
-		t.Errorf("HasAnyProperty: %v allocs, want 0", n)
 	}
 }
 
