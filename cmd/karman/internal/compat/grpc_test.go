@@ -331,6 +331,7 @@ func testGRPCPushConsumer(t *testing.T, k *karman) {
 			t.Errorf("%s delivered with attempts %v, want %v", m.Body, a, want)
 			continue
 		}
+		checkNackDelay(t, ds)
 		for _, d := range ds {
 			if d.ID != sent[i].ID || d.Tag != m.Tag || !slices.Equal(d.Keys, m.Keys) || d.Corrupted {
 				t.Errorf("%s (id %s) delivered as %v", m.Body, sent[i].ID, d)
@@ -339,6 +340,79 @@ func testGRPCPushConsumer(t *testing.T, k *karman) {
 	}
 	if len(got) != len(out) {
 		t.Errorf("%d distinct messages delivered, want %d", len(got), len(out))
+	}
+}
+
+// TestGRPCPushDeadLetter: a message a concurrent push consumer's listener
+// always fails is redelivered up to the group's max attempts, then moved
+// to the dead-letter topic by the server and delivered no more.
+func TestGRPCPushDeadLetter(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const topic, group, maxAttempts = "GrpcPushDead", "grpc-push-dead", 2
+	k.createTypedTopic(topic, 2, "NORMAL")
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: maxAttempts - 1, GroupRetryPolicy: shortRetries})
+	// The failing message is alone: no other ack or arrival wakes the
+	// consumers' long polls.
+	sent := k.nodeSend(topic, []outMessage{{Body: "hopeless", Keys: []string{"hopeless-key"}}})
+	var res struct {
+		Deliveries []nodeMessage `json:"deliveries"`
+	}
+	// The listener takes 300 ms, so the consumer's next receive is
+	// already waiting when the nack comes. A nack keeps the message
+	// invisible for at least 1 s (the server raises the client's ~0 ms to
+	// that); the consumer goes on receiving for 3 s more, in which the
+	// server must find it over its attempts.
+	k.node("push", map[string]any{"topic": topic, "group": group, "poison": []string{"hopeless"},
+		"poisonAttempts": maxAttempts, "holdMs": 300, "lingerMs": 3000}, &res)
+	got := deliveriesOf(res.Deliveries)
+	if len(got) != 1 {
+		t.Errorf("deliveries of %d messages, want 1", len(got))
+	}
+	if a := attemptsOf(got["hopeless"]); !slices.Equal(a, []int{1, 2}) {
+		t.Errorf("the failing message was delivered with attempts %v, want [1 2]", a)
+	} else {
+		checkNackDelay(t, got["hopeless"])
+	}
+	if n := k.storedWithin(message.DLQTopic(group), 2*time.Second); n != 1 {
+		t.Fatalf("%s held %d messages 3 s after the last nack of the failing message, while the consumers were receiving; want 1",
+			message.DLQTopic(group), n)
+	}
+	checkDeadLetter(t, k, group, topic, "hopeless", sent[0].ID)
+}
+
+// maxNackDelay bounds how long a message a push consumer's listener failed
+// takes to come back: the client asks for its retry policy's delay (a few
+// ms), which the server raises to 1 s.
+const maxNackDelay = 3 * time.Second
+
+// checkNackDelay fails the test unless each delivery of ds but the first
+// came within maxNackDelay of the listener failing the one before.
+func checkNackDelay(t *testing.T, ds []nodeMessage) {
+	t.Helper()
+	for i := 1; i < len(ds); i++ {
+		if d := time.Duration(ds[i].ReceivedAt-ds[i-1].DoneAt) * time.Millisecond; d > maxNackDelay {
+			t.Errorf("%s: attempt %d came %s after the listener failed attempt %d, want within %s",
+				ds[i].Body, ds[i].Attempt, d, ds[i-1].Attempt, maxNackDelay)
+		}
+	}
+}
+
+// storedWithin returns how many messages queue 0 of topic holds, waiting
+// up to d for the first one to be indexed.
+func (k *karman) storedWithin(topic string, d time.Duration) int64 {
+	k.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		resp := k.invoke(wire.GetMaxOffset, &wire.GetMaxOffsetRequestHeader{Topic: topic, Committed: true}, nil)
+		var n int64
+		if resp.ResponseCode() == wire.Success {
+			n, _ = strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+		}
+		if n > 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

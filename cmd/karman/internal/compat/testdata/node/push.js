@@ -7,11 +7,13 @@
 //	topic, group    what to consume, as which consumer group
 //	consumers       how many consumers (default 1)
 //	expression      filter expression (default "*"); sql: true for SQL92
-//	count           distinct bodies to consume successfully
+//	count           distinct bodies to consume successfully (default 0)
 //	failOnce        bodies whose first delivery the listener fails
 //	poison          bodies the listener always fails
 //	poisonAttempts  deliveries each poison body must have had
 //	holdMs          how long the listener takes for each message
+//	lingerMs        how long to go on consuming once all that arrived
+//	                (to see that nothing more does)
 //
 // Result: {deliveries: [view + {result, consumer, doneAt}]}, in
 // consumption order; consumer is the index of the consumer that got it,
@@ -25,9 +27,9 @@ const { PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
 const { assert, clientOptions, filter, view, Inbox, progress, run } = require('./lib');
 
 run(async (endpoint, p) => {
-  assert(p.topic && p.group && p.count > 0, 'topic, group and count are required');
   const failOnce = new Set(p.failOnce ?? []);
   const poison = new Set(p.poison ?? []);
+  assert(p.topic && p.group && (p.count > 0 || poison.size > 0), 'topic, group and count or poison are required');
   const inbox = new Inbox();
   progress.deliveries = inbox.items;
   const consumer = index => new PushConsumer(clientOptions(endpoint, {
@@ -52,9 +54,10 @@ run(async (endpoint, p) => {
   await inbox.until('every wanted message', (p.deadlineMs ?? 60000) - 2000, items => {
     const ok = new Set(items.filter(d => d.result === 'SUCCESS').map(d => d.body));
     const deliveries = body => items.filter(d => d.body === body).length;
-    return ok.size >= p.count &&
+    return ok.size >= (p.count ?? 0) &&
       [ ...failOnce ].every(b => deliveries(b) >= 2) &&
       [ ...poison ].every(b => deliveries(b) >= (p.poisonAttempts ?? 1));
   });
+  if (p.lingerMs) await setTimeout(p.lingerMs);
   return { deliveries: inbox.items };
 });
