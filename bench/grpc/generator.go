@@ -23,6 +23,13 @@ const (
 	DefaultQueues        = 8
 )
 
+// HTTP/2 flow-control windows of a connection and of each call on it,
+// for what the server sends.
+const (
+	windowSize     = 1 << 20
+	connWindowSize = 4 << 20
+)
+
 // settingsWait bounds the wait for the server's answer to a client's
 // settings.
 const settingsWait = 10 * time.Second
@@ -100,6 +107,10 @@ func (g *Generator) dial(ctx context.Context, i int, settings *rmqpb.Settings) (
 	cc, err := grpclib.NewClient(g.o.Addr,
 		grpclib.WithTransportCredentials(insecure.NewCredentials()),
 		grpclib.WithDefaultCallOptions(grpclib.ForceCodecV2(newCodec())),
+		// Fixed windows, as the server has: no bandwidth-estimating ping
+		// per response.
+		grpclib.WithInitialWindowSize(windowSize),
+		grpclib.WithInitialConnWindowSize(connWindowSize),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("grpc bench: %w", err)

@@ -25,6 +25,13 @@ const Protocol = "grpc"
 // DefaultBrokerName is the broker name routes carry when Options give none.
 const DefaultBrokerName = "broker-a"
 
+// Defaults of the transport Options.
+const (
+	DefaultStreamWorkers  = 256
+	DefaultWindowSize     = 1 << 20
+	DefaultConnWindowSize = 4 << 20
+)
+
 // Options configure a Server. The zero value works, except that Endpoint
 // must be set for routes to be dialable.
 type Options struct {
@@ -55,6 +62,17 @@ type Options struct {
 	// Consume tunes message consumption (invisible durations, long
 	// polling, receipt renewal); see ConsumeOptions for the defaults.
 	Consume ConsumeOptions
+	// StreamWorkers is the number of goroutines kept to run calls, which
+	// keep their grown stacks from call to call; a call that finds every
+	// worker busy (long polls hold theirs) runs on a goroutine of its own.
+	// Default DefaultStreamWorkers; negative: none, a goroutine per call.
+	StreamWorkers int
+	// WindowSize and ConnWindowSize are the HTTP/2 flow-control windows
+	// of each call and of each connection for what clients send. Fixed
+	// windows spare each request the ping gRPC otherwise sends to
+	// estimate the bandwidth. Default DefaultWindowSize and
+	// DefaultConnWindowSize; below 64 KiB they are 64 KiB.
+	WindowSize, ConnWindowSize int32
 	// Logger receives the server's log records. Default: discarded.
 	Logger *slog.Logger
 }
@@ -72,6 +90,17 @@ func (o *Options) ensureDefaults() {
 	if o.ClientExpiry <= 0 {
 		o.ClientExpiry = registry.DefaultExpiry
 	}
+	if o.StreamWorkers == 0 {
+		o.StreamWorkers = DefaultStreamWorkers
+	}
+	if o.WindowSize == 0 {
+		o.WindowSize = DefaultWindowSize
+	}
+	if o.ConnWindowSize == 0 {
+		o.ConnWindowSize = DefaultConnWindowSize
+	}
+	o.WindowSize = max(o.WindowSize, minWindowSize)
+	o.ConnWindowSize = max(o.ConnWindowSize, minWindowSize)
 	o.Consume.ensureDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -137,15 +166,25 @@ func endpointOf(hostport string) (*rmqpb.Endpoints, error) {
 	return &rmqpb.Endpoints{Scheme: scheme, Addresses: []*rmqpb.Address{{Host: host, Port: int32(port)}}}, nil
 }
 
+// minWindowSize is HTTP/2's default window, the smallest gRPC takes.
+const minWindowSize = 64 << 10
+
 // ServerOptions returns the grpc.ServerOptions the service needs: the
-// interceptors that tie each call to its client session, and the codec
-// that sends messages encoded straight from stored records (codec.go).
+// interceptors that tie each call to its client session, the codec that
+// sends messages encoded straight from stored records (codec.go), and
+// the transport settings of Options (stream workers, fixed windows).
 func (s *Server) ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 		grpc.ForceServerCodecV2(newCodec()),
+		grpc.InitialWindowSize(s.opts.WindowSize),
+		grpc.InitialConnWindowSize(s.opts.ConnWindowSize),
 	}
+	if s.opts.StreamWorkers > 0 {
+		opts = append(opts, grpc.NumStreamWorkers(uint32(s.opts.StreamWorkers)))
+	}
+	return opts
 }
 
 // Register adds the service to g, which must have been built with

@@ -1,0 +1,37 @@
+package server
+
+import (
+	"testing"
+
+	"google.golang.org/grpc"
+)
+
+func TestTransportDefaults(t *testing.T) {
+	cases := []struct {
+		in                 Options
+		workers            int
+		window, connWindow int32
+		grpcOptions        int // one more with stream workers
+	}{
+		{Options{}, DefaultStreamWorkers, DefaultWindowSize, DefaultConnWindowSize, 6},
+		{Options{StreamWorkers: -1, WindowSize: 1000, ConnWindowSize: 2 << 20}, -1, minWindowSize, 2 << 20, 5},
+		{Options{StreamWorkers: 3, WindowSize: 128 << 10}, 3, 128 << 10, DefaultConnWindowSize, 6},
+	}
+	for i, c := range cases {
+		o := c.in
+		o.ensureDefaults()
+		if o.StreamWorkers != c.workers || o.WindowSize != c.window || o.ConnWindowSize != c.connWindow {
+			t.Errorf("case %d: workers %d, windows %d/%d", i, o.StreamWorkers, o.WindowSize, o.ConnWindowSize)
+		}
+		srv, err := New(nil, c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(srv.ServerOptions()); n != c.grpcOptions {
+			t.Errorf("case %d: %d server options, want %d", i, n, c.grpcOptions)
+		}
+		// The options build a server.
+		grpc.NewServer(srv.ServerOptions()...).Stop()
+		srv.Close()
+	}
+}
