@@ -94,8 +94,16 @@ type Check struct {
 }
 
 // Checks holds the check state of pending half messages, in memory. It is
-// safe for concurrent use.
+// safe for concurrent use: the state of a half message lives in one of
+// checkShards shards, picked by its offset, each with its own lock, so
+// that concurrent decisions seldom wait for each other.
 type Checks struct {
+	shards [checkShards]checkShard
+}
+
+const checkShards = 16
+
+type checkShard struct {
 	mu sync.Mutex
 	m  map[int64]*Check
 	// resolving holds half messages whose resolving record was appended
@@ -107,6 +115,8 @@ type Checks struct {
 	// BeginResolve forgets the indexed ones without visiting the rest.
 	appended []decision
 	head     int // appended[:head] are forgotten
+
+	_ [64]byte // keeps shards off each other's cache lines
 }
 
 // decision is a half message and the offset of the record resolving it.
@@ -114,40 +124,53 @@ type decision struct{ half, rec int64 }
 
 // NewChecks returns an empty Checks.
 func NewChecks() *Checks {
-	return &Checks{m: map[int64]*Check{}, resolving: map[int64]int64{}}
+	c := &Checks{}
+	for i := range c.shards {
+		c.shards[i].m = map[int64]*Check{}
+		c.shards[i].resolving = map[int64]int64{}
+	}
+	return c
+}
+
+// shard returns the shard of the half message at off.
+func (c *Checks) shard(off int64) *checkShard {
+	return &c.shards[uint64(off)*0x9E3779B97F4A7C15>>60]
 }
 
 // Get returns the check state of off, calling init to create it.
 func (c *Checks) Get(off int64, init func() Check) Check {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, ok := c.m[off]
+	sh := c.shard(off)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st, ok := sh.m[off]
 	if !ok {
 		v := init()
 		st = &v
-		c.m[off] = st
+		sh.m[off] = st
 	}
 	return *st
 }
 
 // Set records the check state of off.
 func (c *Checks) Set(off int64, st Check) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[off] = &st
+	sh := c.shard(off)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.m[off] = &st
 }
 
 // BeginResolve claims off for resolution; it returns false when another
 // decision for it is under way or was recorded at or after indexed (the
 // dispatcher's position: records below it are indexed).
 func (c *Checks) BeginResolve(off, indexed int64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.forget(indexed)
-	if _, busy := c.resolving[off]; busy {
+	sh := c.shard(off)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.forget(indexed)
+	if _, busy := sh.resolving[off]; busy {
 		return false
 	}
-	c.resolving[off] = -1
+	sh.resolving[off] = -1
 	return true
 }
 
@@ -155,35 +178,36 @@ func (c *Checks) BeginResolve(off, indexed int64) bool {
 // index answers for them now. It stops at the first one not indexed yet,
 // so a decision recorded out of log order may be kept a little longer,
 // which only delays forgetting it.
-func (c *Checks) forget(indexed int64) {
-	for c.head < len(c.appended) {
-		d := c.appended[c.head]
+func (sh *checkShard) forget(indexed int64) {
+	for sh.head < len(sh.appended) {
+		d := sh.appended[sh.head]
 		if d.rec >= indexed {
 			break
 		}
-		if c.resolving[d.half] == d.rec {
-			delete(c.resolving, d.half)
+		if sh.resolving[d.half] == d.rec {
+			delete(sh.resolving, d.half)
 		}
-		c.head++
+		sh.head++
 	}
-	if c.head == len(c.appended) {
-		c.appended, c.head = c.appended[:0], 0
-	} else if c.head > 1024 && c.head > len(c.appended)/2 {
-		n := copy(c.appended, c.appended[c.head:])
-		c.appended, c.head = c.appended[:n], 0
+	if sh.head == len(sh.appended) {
+		sh.appended, sh.head = sh.appended[:0], 0
+	} else if sh.head > 1024 && sh.head > len(sh.appended)/2 {
+		n := copy(sh.appended, sh.appended[sh.head:])
+		sh.appended, sh.head = sh.appended[:n], 0
 	}
 }
 
 // EndResolve records that the decision for off was appended at rec (or
 // failed, with rec < 0, which frees off again).
 func (c *Checks) EndResolve(off, rec int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	sh := c.shard(off)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if rec < 0 {
-		delete(c.resolving, off)
+		delete(sh.resolving, off)
 		return
 	}
-	c.resolving[off] = rec
-	c.appended = append(c.appended, decision{off, rec})
-	delete(c.m, off)
+	sh.resolving[off] = rec
+	sh.appended = append(sh.appended, decision{off, rec})
+	delete(sh.m, off)
 }

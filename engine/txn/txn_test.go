@@ -171,7 +171,8 @@ func TestResolveClaims(t *testing.T) {
 			{"end", 10, 200, false},
 			{"end", 20, 100, false},
 			{"begin", 30, 150, true},
-			{"begin", 20, 150, false}, // kept behind the decision at 200, which is not indexed
+			{"begin", 10, 150, false},
+			// 20 may be kept behind 10 until the index passes 200.
 			{"begin", 20, 201, true},
 			{"begin", 10, 201, true},
 		}},
