@@ -27,7 +27,7 @@ const DefaultBrokerName = "broker-a"
 
 // Defaults of the transport Options.
 const (
-	DefaultStreamWorkers  = 256
+	DefaultStreamWorkers  = 64
 	DefaultWindowSize     = 1 << 20
 	DefaultConnWindowSize = 4 << 20
 )
@@ -64,7 +64,10 @@ type Options struct {
 	Consume ConsumeOptions
 	// StreamWorkers is the number of goroutines kept to run calls, which
 	// keep their grown stacks from call to call; a call that finds every
-	// worker busy (long polls hold theirs) runs on a goroutine of its own.
+	// worker busy runs on a goroutine of its own. Streams that stay open
+	// (every client's telemetry stream, long polls) hold their worker.
+	// Idle workers take calls in turn and lose their stacks to the
+	// garbage collector when they wait too long, so more is not better.
 	// Default DefaultStreamWorkers; negative: none, a goroutine per call.
 	StreamWorkers int
 	// WindowSize and ConnWindowSize are the HTTP/2 flow-control windows
