@@ -132,6 +132,11 @@ type Command struct {
 	// DecodeOptions.DeferExtFields, until LoadExtFields decodes it.
 	ext       []byte
 	extStrict bool
+	// frame is the buffer a Reader decoded the command from.
+	frame []byte
+	// hdr holds the fields SetHeader gave, until LoadExtFields puts them
+	// into ExtFields.
+	hdr Header
 }
 
 // IsResponse reports whether FlagResponse is set.
@@ -174,6 +179,7 @@ func NewResponse(req *Command, code ResponseCode, remark string) *Command {
 
 // SetExt sets one extFields entry, allocating the map if needed.
 func (c *Command) SetExt(key, value string) {
+	c.LoadExtFields()
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string, 8)
 	}

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -21,6 +22,15 @@ const MaxHeaderLength = 1<<24 - 1
 // math.MaxInt32 bytes, or (binary only) Code or Version do not fit in 16
 // bits or a key is longer than 32767 bytes.
 func (c *Command) AppendTo(dst []byte, typ SerializeType) ([]byte, error) {
+	if c.ext != nil || (c.hdr != nil && (typ != JSON || c.ExtFields != nil)) {
+		// Deferred extFields, and fields SetHeader gave that cannot be
+		// written straight from the typed header (binary headers, or
+		// entries added to ExtFields since), go through a copy of the map.
+		cc := *c
+		cc.ExtFields = maps.Clone(c.ExtFields)
+		cc.LoadExtFields()
+		return cc.AppendTo(dst, typ)
+	}
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, byte(typ), 0, 0, 0)
 	hdrStart := len(dst)
@@ -54,6 +64,12 @@ func (c *Command) AppendTo(dst []byte, typ SerializeType) ([]byte, error) {
 // for the JSON header type (escaping can only shrink below the bound), and
 // the exact size for the binary type. It is meant for sizing buffers.
 func (c *Command) EncodedLen(typ SerializeType) int {
+	if c.hdr != nil || c.ext != nil {
+		cc := *c
+		cc.ExtFields = maps.Clone(c.ExtFields)
+		cc.LoadExtFields()
+		return cc.EncodedLen(typ)
+	}
 	n := 8 + len(c.Body)
 	if typ == RocketMQ {
 		n += 21 + len(c.Remark)
@@ -110,7 +126,11 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(c.Flag), 10)
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONString(dst, c.Remark)
-	if len(c.ExtFields) > 0 {
+	if h, ok := c.hdr.(jsonFieldsAppender); ok {
+		dst = append(dst, `,"extFields":{`...)
+		dst = h.appendJSONFields(dst)
+		dst = append(dst, '}')
+	} else if len(c.ExtFields) > 0 {
 		dst = append(dst, `,"extFields":{`...)
 		var buf [32]field
 		for i, f := range sortedFields(c.ExtFields, buf[:]) {
@@ -125,6 +145,38 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	}
 	dst = append(dst, `,"serializeTypeCurrentRPC":"JSON"}`...)
 	return dst
+}
+
+// appendField appends one extFields entry as appendJSONHeader writes it,
+// after a comma unless dst is no longer than start (the first entry).
+func appendField(dst []byte, start int, key, value string) []byte {
+	if len(dst) > start {
+		dst = append(dst, ',')
+	}
+	dst = appendJSONString(dst, key)
+	dst = append(dst, ':')
+	return appendJSONString(dst, value)
+}
+
+// appendOptField is appendField for a field left out when empty.
+func appendOptField(dst []byte, start int, key, value string) []byte {
+	if value == "" {
+		return dst
+	}
+	return appendField(dst, start, key, value)
+}
+
+// appendIntField is appendField for a decimal value; key must need no
+// escaping.
+func appendIntField(dst []byte, start int, key string, v int64) []byte {
+	if len(dst) > start {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, '"')
+	dst = append(dst, key...)
+	dst = append(dst, `":"`...)
+	dst = strconv.AppendInt(dst, v, 10)
+	return append(dst, '"')
 }
 
 const hexDigits = "0123456789abcdef"

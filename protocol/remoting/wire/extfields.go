@@ -6,10 +6,15 @@ import (
 	"sync"
 )
 
-// LoadExtFields decodes the extFields that DecodeOptions.DeferExtFields
-// left undecoded into ExtFields. It does nothing for other commands, and
-// is not safe to call from several goroutines at once.
+// LoadExtFields puts the fields that are not in ExtFields yet into it:
+// those DecodeOptions.DeferExtFields left undecoded, or those SetHeader
+// gave. It does nothing for other commands, and is not safe to call from
+// several goroutines at once.
 func (c *Command) LoadExtFields() {
+	if h := c.hdr; h != nil {
+		c.hdr = nil
+		c.EncodeHeader(h)
+	}
 	if c.ext == nil {
 		return
 	}
@@ -19,13 +24,42 @@ func (c *Command) LoadExtFields() {
 	_ = s.readExtFields(c)
 }
 
+// jsonFieldsAppender is implemented by the headers whose fields SetHeader
+// can keep out of the map: appendJSONFields appends them as AppendTo
+// writes the entries of ExtFields (sorted, comma-separated, without the
+// braces).
+type jsonFieldsAppender interface {
+	Header
+	appendJSONFields(dst []byte) []byte
+}
+
+// SetHeader makes h's fields the command's extFields without building
+// the map, for a command that is sent as is (a response a handler
+// returns): AppendTo encodes them straight from h. It applies to the
+// headers of send and pull responses on a command without ExtFields;
+// otherwise it is EncodeHeader. h must not change until the command is
+// encoded; ExtFields stays nil until LoadExtFields.
+func (c *Command) SetHeader(h Header) {
+	if a, ok := h.(jsonFieldsAppender); ok && c.ExtFields == nil && c.hdr == nil {
+		c.hdr = a
+		return
+	}
+	c.LoadExtFields()
+	c.EncodeHeader(h)
+}
+
 // DecodeHeader fills h from the command's extFields. Deferred extFields
 // (DecodeOptions.DeferExtFields) are read in place for the headers of
-// sends and pulls, and decoded into ExtFields first for the others.
+// sends and pulls and of their responses, and decoded into ExtFields
+// first for the others.
 func (c *Command) DecodeHeader(h Header) error {
+	if c.hdr != nil {
+		c.LoadExtFields()
+	}
 	if c.ext != nil {
 		switch h.(type) {
-		case *SendMessageRequestHeader, *SendMessageRequestHeaderV2, *PullMessageRequestHeader:
+		case *SendMessageRequestHeader, *SendMessageRequestHeaderV2, *PullMessageRequestHeader,
+			*SendMessageResponseHeader, *PullMessageResponseHeader:
 			return c.decodeInPlace(h)
 		}
 		c.LoadExtFields()
@@ -50,6 +84,10 @@ func (c *Command) decodeInPlace(h Header) error {
 	case *SendMessageRequestHeaderV2:
 		err = h.decode(&r)
 	case *PullMessageRequestHeader:
+		err = h.decode(&r)
+	case *SendMessageResponseHeader:
+		err = h.decode(&r)
+	case *PullMessageResponseHeader:
 		err = h.decode(&r)
 	default:
 		panic("wire: no in-place decoder for " + reflect.TypeOf(h).String())

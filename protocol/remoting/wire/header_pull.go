@@ -87,7 +87,11 @@ type PullMessageResponseHeader struct {
 
 // DecodeFields implements Header.
 func (h *PullMessageResponseHeader) DecodeFields(ext map[string]string) error {
-	r := newFieldReader("PullMessageResponseHeader", ext)
+	return h.decode(newFieldReader("", ext))
+}
+
+func (h *PullMessageResponseHeader) decode(r *fieldReader) error {
+	r.header = "PullMessageResponseHeader"
 	h.SuggestWhichBrokerID = r.i64(true, 0, "suggestWhichBrokerId")
 	h.NextBeginOffset = r.i64(true, 0, "nextBeginOffset")
 	h.MinOffset = r.i64(true, 0, "minOffset")
@@ -101,4 +105,14 @@ func (h *PullMessageResponseHeader) EncodeFields(ext map[string]string) {
 	putI64(ext, "nextBeginOffset", h.NextBeginOffset)
 	putI64(ext, "minOffset", h.MinOffset)
 	putI64(ext, "maxOffset", h.MaxOffset)
+}
+
+// appendJSONFields implements jsonFieldsAppender: the fields EncodeFields
+// writes, in key order.
+func (h *PullMessageResponseHeader) appendJSONFields(dst []byte) []byte {
+	n := len(dst)
+	dst = appendIntField(dst, n, "maxOffset", h.MaxOffset)
+	dst = appendIntField(dst, n, "minOffset", h.MinOffset)
+	dst = appendIntField(dst, n, "nextBeginOffset", h.NextBeginOffset)
+	return appendIntField(dst, n, "suggestWhichBrokerId", h.SuggestWhichBrokerID)
 }

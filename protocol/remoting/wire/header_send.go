@@ -117,7 +117,11 @@ type SendMessageResponseHeader struct {
 
 // DecodeFields implements Header.
 func (h *SendMessageResponseHeader) DecodeFields(ext map[string]string) error {
-	r := newFieldReader("SendMessageResponseHeader", ext)
+	return h.decode(newFieldReader("", ext))
+}
+
+func (h *SendMessageResponseHeader) decode(r *fieldReader) error {
+	r.header = "SendMessageResponseHeader"
 	h.MsgID = r.str(true, "msgId")
 	h.QueueID = r.i32(true, 0, "queueId")
 	h.QueueOffset = r.i64(true, 0, "queueOffset")
@@ -137,4 +141,17 @@ func (h *SendMessageResponseHeader) EncodeFields(ext map[string]string) {
 	putOpt(ext, "batchUniqId", h.BatchUniqID)
 	putOpt(ext, "MSG_REGION", h.MsgRegion)
 	putOpt(ext, "TRACE_ON", h.TraceOn)
+}
+
+// appendJSONFields implements jsonFieldsAppender: the fields EncodeFields
+// writes, in key order.
+func (h *SendMessageResponseHeader) appendJSONFields(dst []byte) []byte {
+	n := len(dst)
+	dst = appendOptField(dst, n, "MSG_REGION", h.MsgRegion)
+	dst = appendOptField(dst, n, "TRACE_ON", h.TraceOn)
+	dst = appendOptField(dst, n, "batchUniqId", h.BatchUniqID)
+	dst = appendField(dst, n, "msgId", h.MsgID)
+	dst = appendIntField(dst, n, "queueId", int64(h.QueueID))
+	dst = appendIntField(dst, n, "queueOffset", h.QueueOffset)
+	return appendOptField(dst, n, "transactionId", h.TransactionID)
 }

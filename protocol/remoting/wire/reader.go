@@ -14,9 +14,10 @@ const readBufferSize = 64 << 10
 // at a frame boundary the stream position is lost and the Reader should
 // be discarded together with its connection.
 type Reader struct {
-	r    *bufio.Reader
-	opts DecodeOptions
-	hdr  [4]byte
+	r     *bufio.Reader
+	opts  DecodeOptions
+	hdr   [4]byte
+	spare []byte // a frame handed back by Recycle
 }
 
 // NewReader returns a Reader that buffers r and decodes with opts.
@@ -41,7 +42,12 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 		return nil, &DecodeError{Kind: ErrFrameTooLarge, Part: "frame", Offset: 0,
 			Detail: "length prefix " + itoa(int(n)) + " exceeds the limit of " + itoa(limit)}
 	}
-	buf := make([]byte, n)
+	var buf []byte
+	if cap(r.spare) >= int(n) {
+		buf, r.spare = r.spare[:n], nil
+	} else {
+		buf = make([]byte, n)
+	}
 	if _, err := io.ReadFull(r.r, buf); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -61,5 +67,24 @@ func (r *Reader) ReadCommand() (*Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.opts.Decode(frame)
+	c, err := r.opts.Decode(frame)
+	if err == nil {
+		c.frame = frame
+	}
+	return c, err
+}
+
+// maxRecycled bounds the frames Recycle keeps for reuse.
+const maxRecycled = 64 << 10
+
+// Recycle hands back the memory of a command ReadCommand returned, for
+// the next frame to reuse: c's Body and deferred extFields must not be
+// used afterwards, by anyone, and c itself must not be decoded again.
+// Strings decoded from c stay valid. Recycle is optional.
+func (r *Reader) Recycle(c *Command) {
+	if c.frame == nil || cap(c.frame) > maxRecycled {
+		return
+	}
+	r.spare = c.frame[:0]
+	c.frame, c.Body, c.ext = nil, nil, nil
 }

@@ -87,3 +87,44 @@ func TestReaderErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestReaderRecycle(t *testing.T) {
+	var stream []byte
+	for _, body := range []string{"first body", "second", "a third body, longer than the others"} {
+		b, err := (&Command{Code: 10, ExtFields: map[string]string{"k": body}, Body: []byte(body)}).AppendTo(nil, JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream = append(stream, b...)
+	}
+	r := NewReader(bytes.NewReader(stream), DecodeOptions{DeferExtFields: true})
+	first, err := r.ReadCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct{ k string }
+	first.LoadExtFields()
+	h.k = first.ExtFields["k"]
+	mem := &first.frame[0]
+	r.Recycle(first)
+	if first.Body != nil || first.frame != nil {
+		t.Fatal("Recycle left the command its memory")
+	}
+	second, err := r.ReadCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &second.frame[0] != mem {
+		t.Fatal("the second frame did not reuse the first one's memory")
+	}
+	if string(second.Body) != "second" || h.k != "first body" {
+		t.Fatalf("second body %q, first's field %q", second.Body, h.k)
+	}
+	// A frame larger than the recycled one gets memory of its own.
+	r.Recycle(second)
+	third, err := r.ReadCommand()
+	if err != nil || string(third.Body) != "a third body, longer than the others" {
+		t.Fatalf("%v %q", err, third.Body)
+	}
+	r.Recycle(&Command{}) // not from a Reader: nothing happens
+}
