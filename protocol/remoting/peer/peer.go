@@ -82,14 +82,15 @@ type Options struct {
 	// requests that arrived together in one write. While a handler runs
 	// inline nothing else is read from the connection, responses to
 	// Invoke included, so a handler that may wait (for the disk, a long
-	// poll, a lock, a request of its own) calls Detach first. Default
-	// false: every request runs on a goroutine of its own.
+	// poll, a lock, a request of its own) calls Detach first. A handler
+	// that returns without detaching must not keep the request, its Body
+	// or anything aliasing them: the next frame reuses their memory.
+	// Default false: every request runs on a goroutine of its own.
 	Inline bool
-	// DeferExtFields leaves the extFields of incoming JSON requests
-	// undecoded until the handler asks for them (see
-	// wire.DecodeOptions.DeferExtFields): handlers read them with
-	// DecodeHeader, or call LoadExtFields before using ExtFields.
-	// Responses are always decoded. Default false.
+	// DeferExtFields leaves the extFields of incoming JSON frames,
+	// requests and responses, undecoded until asked for (see
+	// wire.DecodeOptions.DeferExtFields): read them with DecodeHeader, or
+	// call LoadExtFields before using ExtFields. Default false.
 	DeferExtFields bool
 	// TLS, when set, makes Dial use TLS with this configuration.
 	TLS *tls.Config
@@ -673,7 +674,6 @@ func (c *Peer) read(r *reader) bool {
 			return false
 		}
 		if cmd.IsResponse() {
-			cmd.LoadExtFields()
 			c.deliver(cmd)
 			continue
 		}
@@ -685,6 +685,7 @@ func (c *Peer) read(r *reader) bool {
 		resp := c.handle(r.ctx, cmd)
 		if r.reading {
 			c.respond(cmd, resp, false)
+			c.in.Recycle(cmd)
 			continue
 		}
 		c.respond(cmd, resp, true)

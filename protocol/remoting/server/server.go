@@ -75,7 +75,9 @@ func (m *Mux) HandleFunc(code wire.RequestCode, kind Kind, f HandlerFunc) { m.Ha
 // must call Detach before anything that may wait: the disk, a long poll,
 // a lock, a request to the client. The requests h gets may carry their
 // extFields undecoded: h reads them with DecodeHeader, or calls
-// LoadExtFields before it uses ExtFields.
+// LoadExtFields before it uses ExtFields. Unless it detached, h must not
+// keep the request, its Body or anything aliasing them once it returns:
+// the connection reuses their memory for the next request.
 func (m *Mux) HandleInline(code wire.RequestCode, kind Kind, h Handler) {
 	m.routes[code.Canonical()] = route{kind: kind, h: h, inline: true}
 }
@@ -347,7 +349,11 @@ func (c *Conn) RemoteAddr() string { return c.addr }
 
 // Invoke sends a request to the client and waits for its answer.
 func (c *Conn) Invoke(ctx context.Context, req *wire.Command) (*wire.Command, error) {
-	return c.p.Invoke(ctx, req)
+	resp, err := c.p.Invoke(ctx, req)
+	if resp != nil {
+		resp.LoadExtFields()
+	}
+	return resp, err
 }
 
 // InvokeOneway sends a request to the client and expects no answer.
