@@ -143,6 +143,6 @@ func (b *Broker) pullFilter(h *wire.PullMessageRequestHeader) (engine.Filter, er
 
 func pullResponse(req *wire.Command, code wire.ResponseCode, next, min, max int64) *wire.Command {
 	resp := wire.NewResponse(req, code, "")
-	resp.EncodeHeader(&wire.PullMessageResponseHeader{NextBeginOffset: next, MinOffset: min, MaxOffset: max})
+	resp.SetHeader(&wire.PullMessageResponseHeader{NextBeginOffset: next, MinOffset: min, MaxOffset: max})
 	return resp
 }

@@ -63,7 +63,7 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	}
 	b.noteTopic(m.Topic)
 	resp := success(req)
-	resp.EncodeHeader(&wire.SendMessageResponseHeader{
+	resp.SetHeader(&wire.SendMessageResponseHeader{
 		MsgID:         res.OffsetMsgID(),
 		QueueID:       res.QueueID,
 		QueueOffset:   res.QueueOffset,
@@ -220,7 +220,7 @@ func (b *Broker) sendBatch(ctx context.Context, c *server.Conn, req *wire.Comman
 		ids = message.AppendOffsetID(ids, r.StoreHost, r.CommitLogOffset)
 	}
 	resp := success(req)
-	resp.EncodeHeader(&wire.SendMessageResponseHeader{
+	resp.SetHeader(&wire.SendMessageResponseHeader{
 		MsgID:       string(ids),
 		QueueID:     res[0].QueueID,
 		QueueOffset: res[0].QueueOffset,

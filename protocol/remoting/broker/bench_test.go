@@ -1,0 +1,115 @@
+package broker
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/remoting/peer"
+	"github.com/karmanmq/karman/protocol/remoting/server"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+// benchBroker starts an engine, a broker and a server on a loopback port,
+// with a topic of 8 queues, and returns a connection to it.
+func benchBroker(b *testing.B) *peer.Peer {
+	b.Helper()
+	eng, err := engine.Open(b.TempDir(), &engine.Options{AutoCreateTopics: true, SegmentSize: 256 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := New(eng, Options{AutoCreateTopics: true})
+	mux := server.NewMux()
+	br.Register(mux)
+	srv := server.New(mux, server.Options{Busy: br.Busy, OnClose: br.OnClose})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := br.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve(ln)
+	p, err := peer.Dial(context.Background(), ln.Addr().String(), peer.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		p.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		br.Close()
+		eng.Close()
+	})
+	return p
+}
+
+// benchSend returns a SEND_MESSAGE request as the Go client sends it: 1
+// KiB body, a UNIQ_KEY, V1 field names.
+func benchSend(queue int32, i int) *wire.Command {
+	h := &wire.SendMessageRequestHeader{
+		ProducerGroup: "bench_producer", Topic: "BenchTopic", DefaultTopic: "TBW102", DefaultTopicQueueNums: 8,
+		QueueID: queue, BornTimestamp: time.Now().UnixMilli(), MaxReconsumeTimes: new(int32), BrokerName: DefaultBrokerName,
+		Properties: string(message.AppendProperties(nil, map[string]string{message.PropertyUniqKey: "0A0B0C0D" + strconv.Itoa(1e9+i)})),
+	}
+	req := wire.NewRequest(wire.SendMessage, nil)
+	req.Version = 317
+	req.EncodeHeader(h)
+	req.Body = make([]byte, 1024)
+	return req
+}
+
+// BenchmarkSendPipelined measures sends over one connection with 256 in
+// flight, client and server in one process: allocations are both sides'.
+func BenchmarkSendPipelined(b *testing.B) {
+	p := benchBroker(b)
+	ctx := context.Background()
+	if resp, err := p.Invoke(ctx, benchSend(0, 0)); err != nil || resp.ResponseCode() != wire.Success {
+		b.Fatal(resp, err)
+	}
+	reqs := make([]*wire.Command, 64)
+	for i := range reqs {
+		reqs[i] = benchSend(int32(i%8), i)
+	}
+	slots := make(chan struct{}, 256)
+	var wg sync.WaitGroup
+	done := func(resp *wire.Command, err error) {
+		if err != nil || resp.ResponseCode() != wire.Success {
+			b.Error(resp, err)
+		}
+		<-slots
+		wg.Done()
+	}
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		slots <- struct{}{}
+		wg.Add(1)
+		if err := p.InvokeAsync(ctx, reqs[i%len(reqs)], done); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	wg.Wait()
+}
+
+// BenchmarkSendSync measures one send at a time over one connection.
+func BenchmarkSendSync(b *testing.B) {
+	p := benchBroker(b)
+	ctx := context.Background()
+	req := benchSend(0, 0)
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp, err := p.Invoke(ctx, req); err != nil || resp.ResponseCode() != wire.Success {
+			b.Fatal(resp, err)
+		}
+	}
+}
