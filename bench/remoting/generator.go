@@ -84,7 +84,7 @@ func New(ctx context.Context, o Options) (*Generator, error) {
 func (g *Generator) Close() error { return g.ns.Close() }
 
 func (g *Generator) dial(ctx context.Context, addr string) (*peer.Peer, error) {
-	p, err := peer.Dial(ctx, addr, peer.Options{RequestTimeout: g.o.RequestTimeout})
+	p, err := peer.Dial(ctx, addr, peer.Options{RequestTimeout: g.o.RequestTimeout, DeferExtFields: true})
 	if err != nil {
 		return nil, fmt.Errorf("remoting: %w", err)
 	}
