@@ -455,12 +455,16 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 		return "", err
 	}
 	defer pq.mu.Unlock()
-	f.Deadline = time.Now().Add(d).UnixMilli()
+	deadline := time.Now().Add(d).UnixMilli()
+	earlier := deadline < f.Deadline
+	f.Deadline = deadline
 	f.Nonce = rand.Uint32()
 	pq.dirty = true
 	h.Nonce, h.Deadline = f.Nonce, f.Deadline
-	if d == 0 {
-		e.wakePops(h.Topic) // visible now
+	if earlier {
+		// Pops waiting for messages sleep until the earliest deadline they
+		// saw: wake them to see this one.
+		e.wakePops(h.Topic)
 	}
 	return e.handles.Encode(h, group), nil
 }
