@@ -52,14 +52,18 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 	}
 	defer conns.close()
 
+	// A receiver acknowledges what it received while it asks for more,
+	// as a push consumer does, with at most one acknowledgement in
+	// flight: the builder of a receive is acknowledged while the next
+	// receive fills the other.
 	type receiver struct {
 		c    *conn
-		ack  *ackBuilder
+		acks [2]*ackBuilder
 		hist latency.Histogram
 	}
 	rs := make([]*receiver, receivers)
 	for i := range rs {
-		rs[i] = &receiver{c: conns.get(i), ack: newAckBuilder(group, w.Topic)}
+		rs[i] = &receiver{c: conns.get(i), acks: [2]*ackBuilder{newAckBuilder(group, w.Topic), newAckBuilder(group, w.Topic)}}
 	}
 	req, err := encode(&rmqpb.ReceiveMessageRequest{
 		Group:              &rmqpb.Resource{Name: group},
@@ -80,39 +84,60 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 	grp, gctx := errgroup.WithContext(done)
 	bench.Begin(ctx)
 	start := time.Now()
+	acked := func(n int) {
+		if got.Add(int64(n)) >= w.Count {
+			lastAt.CompareAndSwap(0, int64(time.Since(start)))
+			stop()
+		}
+	}
 	for _, r := range rs {
-		grp.Go(func() error {
+		grp.Go(func() (err error) {
 			mctx := r.c.ctx(gctx)
-			for got.Load() < w.Count {
-				t0 := time.Now()
-				err := g.receiveOnce(mctx, r.c, req, r.ack)
-				if err != nil {
-					if gctx.Err() != nil && got.Load() >= w.Count {
-						return nil
+			var pending chan error // the acknowledgement in flight
+			defer func() {
+				if pending != nil {
+					if aerr := <-pending; err == nil {
+						err = aerr
 					}
+				}
+				if err != nil && gctx.Err() != nil && got.Load() >= w.Count {
+					err = nil
+				}
+			}()
+			for turn := 0; got.Load() < w.Count; {
+				a := r.acks[turn%2]
+				t0 := time.Now()
+				if err := g.receiveOnce(mctx, r.c, req, a); err != nil {
 					return err
 				}
-				now := time.Now()
-				r.hist.Record(now.Sub(t0))
-				switch r.ack.code {
+				r.hist.Record(time.Since(t0))
+				switch a.code {
 				case rmqpb.Code_OK, rmqpb.Code_MESSAGE_NOT_FOUND:
 				case rmqpb.Code_TOO_MANY_REQUESTS:
 					retries.Add(1)
 					continue
 				default:
-					return fmt.Errorf("grpc bench: receive: %s %s", r.ack.code, r.ack.msg)
+					return fmt.Errorf("grpc bench: receive: %s %s", a.code, a.msg)
 				}
-				n := r.ack.entries
-				if n == 0 {
+				if a.entries == 0 {
 					continue
 				}
-				if err := g.ack(mctx, r.c, r.ack); err != nil {
-					return err
+				if pending != nil {
+					err := <-pending
+					pending = nil
+					if err != nil {
+						return err
+					}
 				}
-				if got.Add(int64(n)) >= w.Count {
-					lastAt.CompareAndSwap(0, int64(time.Since(start)))
-					stop()
-				}
+				pending = make(chan error, 1)
+				go func(done chan<- error) {
+					err := g.ack(mctx, r.c, a)
+					if err == nil {
+						acked(a.entries)
+					}
+					done <- err
+				}(pending)
+				turn++
 			}
 			return nil
 		})
