@@ -127,6 +127,11 @@ type Command struct {
 	// SerializeType records how the header was encoded when the command
 	// was decoded. AppendTo takes the type as an argument and ignores it.
 	SerializeType SerializeType
+	// BodyDone, when set on a command to be sent, is called once Body
+	// has been written out or copied and is not used again, so that its
+	// memory can be reused. Senders (package peer) call it; AppendTo
+	// does not.
+	BodyDone func()
 
 	// ext is the extFields object of a JSON header decoded with
 	// DecodeOptions.DeferExtFields, until LoadExtFields decodes it.

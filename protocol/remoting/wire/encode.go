@@ -22,6 +22,17 @@ const MaxHeaderLength = 1<<24 - 1
 // math.MaxInt32 bytes, or (binary only) Code or Version do not fit in 16
 // bits or a key is longer than 32767 bytes.
 func (c *Command) AppendTo(dst []byte, typ SerializeType) ([]byte, error) {
+	start := len(dst)
+	dst, err := c.AppendHeadTo(dst, typ)
+	if err != nil {
+		return dst[:start], err
+	}
+	return append(dst, c.Body...), nil
+}
+
+// AppendHeadTo appends the frame AppendTo would, without the body bytes:
+// the length prefix counts them, and the caller sends Body right after.
+func (c *Command) AppendHeadTo(dst []byte, typ SerializeType) ([]byte, error) {
 	if c.ext != nil || (c.hdr != nil && (typ != JSON || c.ExtFields != nil)) {
 		// Deferred extFields, and fields SetHeader gave that cannot be
 		// written straight from the typed header (binary headers, or
@@ -29,7 +40,7 @@ func (c *Command) AppendTo(dst []byte, typ SerializeType) ([]byte, error) {
 		cc := *c
 		cc.ExtFields = maps.Clone(c.ExtFields)
 		cc.LoadExtFields()
-		return cc.AppendTo(dst, typ)
+		return cc.AppendHeadTo(dst, typ)
 	}
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, byte(typ), 0, 0, 0)
@@ -54,7 +65,6 @@ func (c *Command) AppendTo(dst []byte, typ SerializeType) ([]byte, error) {
 	if total > math.MaxInt32 {
 		return dst[:start], fmt.Errorf("%w: frame is %d bytes, limit %d", ErrOutOfRange, total, math.MaxInt32)
 	}
-	dst = append(dst, c.Body...)
 	binary.BigEndian.PutUint32(dst[start:], uint32(total))
 	binary.BigEndian.PutUint32(dst[start+4:], uint32(typ)<<24|uint32(hlen))
 	return dst, nil

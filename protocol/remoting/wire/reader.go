@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"sync/atomic"
 )
 
 // readBufferSize is the size of the Reader's input buffer.
@@ -17,7 +18,7 @@ type Reader struct {
 	r     *bufio.Reader
 	opts  DecodeOptions
 	hdr   [4]byte
-	spare []byte // a frame handed back by Recycle
+	spare atomic.Pointer[[]byte] // a frame handed back by Recycle
 }
 
 // NewReader returns a Reader that buffers r and decodes with opts.
@@ -43,8 +44,8 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 			Detail: "length prefix " + itoa(int(n)) + " exceeds the limit of " + itoa(limit)}
 	}
 	var buf []byte
-	if cap(r.spare) >= int(n) {
-		buf, r.spare = r.spare[:n], nil
+	if sp := r.spare.Swap(nil); sp != nil && cap(*sp) >= int(n) {
+		buf = (*sp)[:n]
 	} else {
 		buf = make([]byte, n)
 	}
@@ -78,13 +79,15 @@ func (r *Reader) ReadCommand() (*Command, error) {
 const maxRecycled = 64 << 10
 
 // Recycle hands back the memory of a command ReadCommand returned, for
-// the next frame to reuse: c's Body and deferred extFields must not be
+// a later frame to reuse: c's Body and deferred extFields must not be
 // used afterwards, by anyone, and c itself must not be decoded again.
-// Strings decoded from c stay valid. Recycle is optional.
+// Strings decoded from c stay valid. Recycle is optional, and may be
+// called from any goroutine.
 func (r *Reader) Recycle(c *Command) {
 	if c.frame == nil || cap(c.frame) > maxRecycled {
 		return
 	}
-	r.spare = c.frame[:0]
+	b := c.frame[:0]
 	c.frame, c.Body, c.ext = nil, nil, nil
+	r.spare.Store(&b)
 }
