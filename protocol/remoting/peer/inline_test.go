@@ -200,3 +200,65 @@ func TestInlineBatchesResponses(t *testing.T) {
 		}
 	}
 }
+
+// TestLentBody checks responses whose body is handed back with BodyDone:
+// large ones are written from the body's own memory, small ones copied,
+// and BodyDone runs once either way, after which the memory is reused.
+func TestLentBody(t *testing.T) {
+	s := startServer(t, echo)
+	var mu sync.Mutex
+	pool := map[int][]byte{} // size → buffer handed back
+	done := map[int]int{}
+	c := dial(t, s, Options{Inline: true, Handler: HandlerFunc(func(ctx context.Context, req *wire.Command) *wire.Command {
+		n, _ := strconv.Atoi(req.ExtFields["n"])
+		mu.Lock()
+		body := pool[n]
+		delete(pool, n)
+		mu.Unlock()
+		if body == nil {
+			body = make([]byte, n)
+		}
+		for i := range body {
+			body[i] = byte(n + i)
+		}
+		resp := wire.NewResponse(req, wire.Success, "")
+		resp.Body = body
+		resp.BodyDone = func() {
+			mu.Lock()
+			defer mu.Unlock()
+			done[n]++
+			clear(body) // whatever the connection still had to send is gone
+			pool[n] = body
+		}
+		return resp
+	})})
+	if _, err := c.Invoke(ctxTimeout(t, 5*time.Second), wire.NewRequest(wire.HeartBeat, nil)); err != nil {
+		t.Fatal(err)
+	}
+	sc := s.conn(0)
+	sizes := []int{100, 50000, 100, 50000, 70000, 3000}
+	for i, n := range sizes {
+		sc.send(&wire.Command{Code: 53, Opaque: int32(i), ExtFields: map[string]string{"n": strconv.Itoa(n)}})
+	}
+	for i, n := range sizes {
+		select {
+		case resp := <-s.responses:
+			if resp.Opaque != int32(i) || len(resp.Body) != n {
+				t.Fatalf("response %d: opaque %d, %d bytes", i, resp.Opaque, len(resp.Body))
+			}
+			for j, b := range resp.Body {
+				if b != byte(n+j) {
+					t.Fatalf("response %d: byte %d is %d", i, j, b)
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("response %d missing", i)
+		}
+	}
+	c.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if done[100] != 2 || done[50000] != 2 || done[70000] != 1 || done[3000] != 1 {
+		t.Fatalf("BodyDone calls: %v", done)
+	}
+}

@@ -13,17 +13,35 @@ import (
 // response.
 type outbox struct {
 	mu      sync.Mutex
-	frames  []*[]byte // queued, in order; pooled buffers
-	bytes   int       // in frames
-	free    []*[]byte // the other half of the double buffer
-	writing bool      // a goroutine is writing; it takes what is queued before it stops
-	dead    bool      // the connection is shut down: nothing more is queued
+	frames  []outFrame // queued, in order
+	bytes   int        // in frames
+	free    []outFrame // the other half of the double buffer
+	writing bool       // a goroutine is writing; it takes what is queued before it stops
+	dead    bool       // the connection is shut down: nothing more is queued
 
 	vec     net.Buffers // used by the writing goroutine only
 	scratch []byte      // used by the writing goroutine only
 
 	space chan struct{} // a token when a write has made room
 	kick  chan struct{} // a token wakes the writer goroutine
+}
+
+// outFrame is one queued frame: a pooled buffer, followed on the wire by
+// body when the frame's body was lent rather than copied (done is then
+// called once it is written).
+type outFrame struct {
+	buf  *[]byte
+	body []byte
+	done func()
+}
+
+// release recycles f's buffer and hands back its body.
+func (f *outFrame) release() {
+	putBuf(f.buf)
+	if f.done != nil {
+		f.done()
+	}
+	*f = outFrame{}
 }
 
 func (o *outbox) init() {
@@ -42,7 +60,7 @@ func (o *outbox) put(buf *[]byte, limit int) (bool, error) {
 	if len(o.frames) >= limit {
 		return false, nil
 	}
-	o.frames = append(o.frames, buf)
+	o.frames = append(o.frames, outFrame{buf: buf})
 	o.bytes += len(*buf)
 	if len(o.frames) < limit {
 		// Pass on the room to the next waiter, if any.
@@ -54,16 +72,16 @@ func (o *outbox) put(buf *[]byte, limit int) (bool, error) {
 	return true, nil
 }
 
-// add queues buf whatever is queued already, and returns how many bytes
+// add queues f whatever is queued already, and returns how many bytes
 // are queued. It fails once the connection is shut down.
-func (o *outbox) add(buf *[]byte) (int, error) {
+func (o *outbox) add(f outFrame) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.dead {
 		return 0, ErrClosed
 	}
-	o.frames = append(o.frames, buf)
-	o.bytes += len(*buf)
+	o.frames = append(o.frames, f)
+	o.bytes += len(*f.buf) + len(f.body)
 	return o.bytes, nil
 }
 
@@ -89,9 +107,8 @@ func (o *outbox) flush(w net.Conn) error {
 		o.bytes = 0
 		o.mu.Unlock()
 		err := o.write(w, frames)
-		for i, b := range frames {
-			putBuf(b)
-			frames[i] = nil
+		for i := range frames {
+			frames[i].release()
 		}
 		o.mu.Lock()
 		o.free = frames[:0]
@@ -111,16 +128,19 @@ func (o *outbox) flush(w net.Conn) error {
 }
 
 // write writes frames to w in one system call where w allows it.
-func (o *outbox) write(w net.Conn, frames []*[]byte) error {
-	if len(frames) == 1 {
-		_, err := w.Write(*frames[0])
+func (o *outbox) write(w net.Conn, frames []outFrame) error {
+	if len(frames) == 1 && frames[0].body == nil {
+		_, err := w.Write(*frames[0].buf)
 		return err
 	}
 	switch w.(type) {
 	case *net.TCPConn, *net.UnixConn:
 		v := o.vec[:0]
-		for _, b := range frames {
-			v = append(v, *b)
+		for _, f := range frames {
+			v = append(v, *f.buf)
+			if len(f.body) > 0 {
+				v = append(v, f.body)
+			}
 		}
 		o.vec = v
 		_, err := v.WriteTo(w) // writev; advances its own copy of v
@@ -131,7 +151,8 @@ func (o *outbox) write(w net.Conn, frames []*[]byte) error {
 	// its own.
 	b := o.scratch[:0]
 	for _, f := range frames {
-		b = append(b, *f...)
+		b = append(b, *f.buf...)
+		b = append(b, f.body...)
 	}
 	_, err := w.Write(b)
 	if cap(b) <= maxPooledBuffer {
@@ -148,9 +169,8 @@ func (o *outbox) discard() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.dead = true
-	for i, b := range o.frames {
-		putBuf(b)
-		o.frames[i] = nil
+	for i := range o.frames {
+		o.frames[i].release()
 	}
 	o.frames = o.frames[:0]
 	o.bytes = 0

@@ -303,13 +303,16 @@ func recycle(cl *call) {
 }
 
 // encode appends cmd with the given opaque and flags into a pooled buffer
-// without modifying cmd.
+// without modifying cmd, then calls its BodyDone.
 func (c *Peer) encode(cmd *wire.Command, opaque, setFlags, clearFlags int32) (*[]byte, error) {
 	out := *cmd
 	out.Opaque = opaque
 	out.Flag = (out.Flag | setFlags) &^ clearFlags
 	buf := bufPool.Get().(*[]byte)
 	b, err := out.AppendTo((*buf)[:0], c.opts.SerializeType)
+	if cmd.BodyDone != nil {
+		cmd.BodyDone()
+	}
 	if err != nil {
 		putBuf(buf)
 		return nil, fmt.Errorf("peer: encode %s: %w", wire.RequestCode(cmd.Code), err)
@@ -402,6 +405,12 @@ func (c *Peer) Invoke(ctx context.Context, cmd *wire.Command) (*wire.Command, er
 	}
 	return resp, nil
 }
+
+// Recycle hands back the memory of a response that Invoke returned or
+// InvokeAsync delivered, for a later frame to reuse: its Body and
+// undecoded extFields must not be used afterwards, and it must not be
+// decoded again (strings decoded from it stay valid). It is optional.
+func (c *Peer) Recycle(resp *wire.Command) { c.in.Recycle(resp) }
 
 // InvokeAsync sends a request and returns once it is queued for writing;
 // done is called with the response (whatever its code) or with the error
@@ -721,25 +730,54 @@ func (c *Peer) serve(req *wire.Command) {
 	c.respond(req, c.handle(c.handlerCtx, req), true)
 }
 
+// lendMin is the body size from which a response whose body can be
+// handed back (wire.Command.BodyDone) is written from its own memory
+// instead of being copied into the frame.
+const lendMin = 4 << 10
+
 // respond queues the response to req, if there is one to send, and
 // writes it out now when flush is set or enough responses are waiting.
 func (c *Peer) respond(req, resp *wire.Command, flush bool) {
 	if resp == nil || req.IsOneway() {
+		if resp != nil && resp.BodyDone != nil {
+			resp.BodyDone()
+		}
 		return
 	}
-	buf, err := c.encode(resp, req.Opaque, wire.FlagResponse, wire.FlagOneway)
+	f, err := c.encodeResponse(req, resp)
 	if err != nil {
 		c.opts.Logger.Error("remoting: cannot encode response", "addr", c.addr, "code", req.RequestCode(), "err", err)
 		return
 	}
-	n, err := c.out.add(buf)
+	n, err := c.out.add(f)
 	if err != nil {
-		putBuf(buf)
+		f.release()
 		return
 	}
 	if flush || n >= corkLimit {
 		c.flush()
 	}
+}
+
+// encodeResponse encodes resp as the answer to req; a large body with a
+// BodyDone is lent to the frame rather than copied.
+func (c *Peer) encodeResponse(req, resp *wire.Command) (outFrame, error) {
+	if resp.BodyDone == nil || len(resp.Body) < lendMin {
+		buf, err := c.encode(resp, req.Opaque, wire.FlagResponse, wire.FlagOneway)
+		return outFrame{buf: buf}, err
+	}
+	out := *resp
+	out.Opaque = req.Opaque
+	out.Flag = (out.Flag | wire.FlagResponse) &^ wire.FlagOneway
+	buf := bufPool.Get().(*[]byte)
+	b, err := out.AppendHeadTo((*buf)[:0], c.opts.SerializeType)
+	if err != nil {
+		putBuf(buf)
+		resp.BodyDone()
+		return outFrame{}, fmt.Errorf("peer: encode %s: %w", wire.ResponseCode(resp.Code), err)
+	}
+	*buf = b
+	return outFrame{buf: buf, body: resp.Body, done: resp.BodyDone}, nil
 }
 
 func (c *Peer) handle(ctx context.Context, req *wire.Command) (resp *wire.Command) {
