@@ -367,6 +367,43 @@ func TestTagFilterPull(t *testing.T) {
 	}
 }
 
+// TestPullBytes checks that a pull's records lie back to back, as
+// PullResult.Bytes returns them, filtered or not.
+func TestPullBytes(t *testing.T) {
+	e := openTest(t, t.TempDir(), nil)
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	ctx := context.Background()
+	for i := range 40 {
+		e.Send(ctx, newMsg("T", fmt.Sprint(i), message.PropertyTags, []string{"A", "B"}[i%2]))
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := TagFilter("A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []Filter{nil, f} {
+		res, err := e.Pull(ctx, "T", 0, 1, 16, f)
+		if err != nil || len(res.Records) == 0 {
+			t.Fatalf("%v %v", res, err)
+		}
+		var joined []byte
+		for _, r := range res.Records {
+			joined = append(joined, r...)
+		}
+		if !bytes.Equal(res.Bytes(), joined) {
+			t.Fatalf("Bytes is not the records back to back (filter %v)", f)
+		}
+		res.Release()
+	}
+	empty, err := e.Pull(ctx, "T", 0, 40, 16, nil)
+	if err != nil || empty.Bytes() != nil {
+		t.Fatalf("caught up: %v %v", empty.Bytes(), err)
+	}
+}
+
 func TestWaitForArrival(t *testing.T) {
 	e := openTest(t, t.TempDir(), nil)
 	defer e.Close()

@@ -49,6 +49,15 @@ type PullResult struct {
 // pullBuffers recycles the buffers records are read into.
 var pullBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
+// Bytes returns Records as one slice: they lie back to back in one
+// buffer. It must not be used after Release.
+func (r *PullResult) Bytes() []byte {
+	if len(r.Records) == 0 || r.buf == nil {
+		return nil
+	}
+	return *r.buf
+}
+
 // Release hands the result's buffer back for reuse by later pulls. Records
 // must not be used after it. Calling it is optional (without it the buffer
 // is garbage collected) and it may be called more than once.
