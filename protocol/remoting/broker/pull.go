@@ -80,11 +80,10 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 		switch {
 		case len(res.Records) > 0:
 			resp := pullResponse(req, wire.Success, res.NextOffset, res.MinOffset, res.MaxOffset)
-			// The peer encodes the response after the handler returns, so
-			// the records are copied out and the engine's buffer released
-			// at once.
-			resp.Body = joinRecords(res.Records)
-			res.Release()
+			// The records go out from the engine's buffer, which the
+			// connection hands back once they are written.
+			resp.Body = res.Bytes()
+			resp.BodyDone = res.Release
 			return resp
 		case res.NextOffset > offset && !waited:
 			res.Release()

@@ -4,20 +4,6 @@ import (
 	"github.com/karmanmq/karman/engine/message"
 )
 
-// joinRecords copies stored records into one body, back to back: the
-// body of PULL_MESSAGE and QUERY_MESSAGE responses.
-func joinRecords(recs [][]byte) []byte {
-	n := 0
-	for _, r := range recs {
-		n += len(r)
-	}
-	body := make([]byte, 0, n)
-	for _, r := range recs {
-		body = append(body, r...)
-	}
-	return body
-}
-
 // appendRecord appends the stored record of a message the engine looked
 // up (its offsets and store time included) to dst.
 func appendRecord(dst []byte, m *message.Message) ([]byte, error) {
