@@ -202,6 +202,7 @@ func (c *cursor) pullOnce(ctx context.Context, p *peer.Peer) (int, bool, error) 
 			return 0, false, fmt.Errorf("remoting: pull %s/%d at %d: %w", c.q.Broker, c.q.ID, c.offset, err)
 		}
 	}
+	p.Recycle(resp)
 	if h.NextBeginOffset < c.offset && code != wire.PullOffsetMoved {
 		return 0, false, fmt.Errorf("remoting: pull %s/%d at %d: next offset %d goes back", c.q.Broker, c.q.ID, c.offset, h.NextBeginOffset)
 	}
