@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/engine/pop"
+	"github.com/karmanmq/karman/engine/queue"
 )
 
 // Message-granularity consumption (RocketMQ 5 "pop").
@@ -53,7 +55,7 @@ const (
 	minInvisible      = 10 * time.Millisecond
 	maxInvisible      = 12 * time.Hour
 	defaultInvisible  = 30 * time.Second
-	popArenaSize      = 64 << 10 // first buffer of a pop's records
+	popReadAhead      = 256 // consume-queue entries read at a time for a pop
 	popKeyMetaHandles = "pop-handle-key"
 )
 
@@ -78,8 +80,13 @@ type PopOptions struct {
 	// messages again instead of nothing (a client retrying a lost
 	// response).
 	AttemptID string
+	// Buffer, when set, is where the records are read, back to back: it is
+	// grown as needed and left holding them, so that a caller reusing it
+	// spares an allocation per pop. The records are valid until the buffer
+	// is reused. nil: a buffer of the pop's own.
+	Buffer *[]byte
 
-	arena []byte // records of this pop are read into it, back to back
+	arena *[]byte // Buffer, or the pop's own
 }
 
 // PoppedMessage is one delivered message.
@@ -103,6 +110,10 @@ type popQueue struct {
 	mu    sync.Mutex
 	st    *pop.Queue
 	dirty bool
+	// ahead are consume-queue entries read ahead of st.Cursor, in offset
+	// order, so that pops read the queue's index a run at a time. Entries
+	// never change once written; those below the cursor are skipped.
+	ahead []queue.Entry
 }
 
 // popQueue returns the pop state of key, loading it on first use.
@@ -234,7 +245,11 @@ func (e *Engine) popOnce(ctx context.Context, t *topicState, g meta.Group, o *Po
 	qs := *t.queues.Load()
 	n := min(int(t.cfg.Load().ReadQueues), len(qs))
 	out := make([]PoppedMessage, 0, o.Max)
-	o.arena = nil
+	o.arena = o.Buffer
+	if o.arena == nil {
+		o.arena = new([]byte)
+	}
+	*o.arena = (*o.arena)[:0]
 	var next int64
 	// First pass: skip queues another consumer is popping right now; come
 	// back to them (and wait) only if the free ones were not enough.
@@ -305,7 +320,7 @@ func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, 
 		if err := ctx.Err(); err != nil {
 			return out, 0, err
 		}
-		entries, err := e.queues.Entries(q.topic, q.id, st.Cursor, min(o.Max-len(out), maxInflight-len(st.Inflight)), nil)
+		entries, err := e.entriesAhead(q, pq, end, min(o.Max-len(out), maxInflight-len(st.Inflight)))
 		if err != nil {
 			return out, 0, err
 		}
@@ -314,13 +329,11 @@ func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, 
 			pq.dirty = true
 			break
 		}
+		growArena(o.arena, entries)
 		for _, en := range entries {
-			if en.Offset >= end {
-				break
-			}
 			st.Cursor = en.Offset + 1
 			pq.dirty = true
-			rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter, &o.arena)
+			rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter, o.arena)
 			if err != nil {
 				return out, 0, err
 			}
@@ -335,11 +348,55 @@ func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, 
 	return out, st.NextDeadline(), nil
 }
 
+// entriesAhead returns up to want consume-queue entries of q from
+// pq.st.Cursor on, below end, in order, and drops them from pq.ahead: the
+// caller moves the cursor past those it uses. It reads the index
+// popReadAhead entries at a time and keeps the rest for the next pops.
+// No entries means there are none from the cursor to end (end must be
+// past the cursor).
+func (e *Engine) entriesAhead(q *queueState, pq *popQueue, end int64, want int) ([]queue.Entry, error) {
+	cursor := pq.st.Cursor
+	i := 0
+	for i < len(pq.ahead) && pq.ahead[i].Offset < cursor {
+		i++
+	}
+	pq.ahead = pq.ahead[i:]
+	if len(pq.ahead) == 0 || pq.ahead[0].Offset != cursor {
+		// Nothing read ahead at the cursor (a reset may have moved it).
+		n := int(min(end-cursor, popReadAhead))
+		var err error
+		pq.ahead, err = e.queues.Entries(q.topic, q.id, cursor, n, make([]queue.Entry, 0, n))
+		if err != nil {
+			pq.ahead = nil
+			return nil, err
+		}
+	}
+	n := 0
+	for n < len(pq.ahead) && n < want && pq.ahead[n].Offset < end {
+		n++
+	}
+	got := pq.ahead[:n:n]
+	pq.ahead = pq.ahead[n:]
+	if len(pq.ahead) == 0 {
+		pq.ahead = nil
+	}
+	return got, nil
+}
+
+// growArena makes room in *arena for the records of entries.
+func growArena(arena *[]byte, entries []queue.Entry) {
+	need := 0
+	for _, en := range entries {
+		need += int(en.Size)
+	}
+	*arena = slices.Grow(*arena, need)
+}
+
 // redeliver hands out an expired message again, or dead-letters it when
 // it has used up its attempts.
 func (e *Engine) redeliver(q *queueState, pq *popQueue, off, now int64, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, error) {
 	f := pq.st.Inflight[off]
-	rec, ok, err := e.popRecordAt(q, off, o.Filter, &o.arena)
+	rec, ok, err := e.popRecordAt(q, off, o.Filter, o.arena)
 	if err != nil {
 		return out, err
 	}
@@ -399,9 +456,6 @@ func (e *Engine) popRecord(q *queueState, clOffset, tagHash int64, f Filter, are
 	if arena == nil {
 		arena = new([]byte)
 	}
-	if *arena == nil {
-		*arena = make([]byte, 0, popArenaSize)
-	}
 	start := len(*arena)
 	buf, err := e.log.Read(clOffset, *arena)
 	if err != nil {
@@ -433,6 +487,65 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 	pq.mu.Unlock()
 	e.wakePops(h.Topic)
 	return nil
+}
+
+// AckBatch acknowledges the deliveries named by handles, as Ack does
+// each, and returns what Ack would have for each: errs[i] is handles[i]'s
+// error, nil when it was acknowledged. Handles of one queue that follow
+// each other (those of one pop, mostly) are acknowledged under one lock,
+// and waiting pops are woken once per run of them.
+func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (errs []error) {
+	errs = make([]error, len(handles))
+	if err := e.checkOpen(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	type decoded struct {
+		i int
+		h pop.Handle
+	}
+	hs := make([]decoded, 0, len(handles))
+	for i, text := range handles {
+		h, err := e.handles.Decode(text, group)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		hs = append(hs, decoded{i, h})
+	}
+	for len(hs) > 0 {
+		run := 1
+		for run < len(hs) && hs[run].h.Topic == hs[0].h.Topic && hs[run].h.Queue == hs[0].h.Queue {
+			run++
+		}
+		pq, err := e.handleQueue(group, hs[0].h)
+		if err != nil {
+			for _, d := range hs[:run] {
+				errs[d.i] = err
+			}
+			hs = hs[run:]
+			continue
+		}
+		acked := false
+		pq.mu.Lock()
+		for _, d := range hs[:run] {
+			if _, err := checkInflight(pq, d.h); err != nil {
+				errs[d.i] = err
+				continue
+			}
+			pq.st.Finish(d.h.Offset)
+			pq.dirty = true
+			acked = true
+		}
+		pq.mu.Unlock()
+		if acked {
+			e.wakePops(hs[0].h.Topic)
+		}
+		hs = hs[run:]
+	}
+	return errs
 }
 
 // wakePops wakes pops waiting on topic: a message became visible or a FIFO
@@ -506,25 +619,39 @@ func (e *Engine) inflight(group, handle string) (*popQueue, pop.Handle, *pop.Inf
 	if err != nil {
 		return nil, h, nil, err
 	}
-	q, err := e.readQueue(h.Topic, h.Queue)
-	if err != nil {
-		return nil, h, nil, fmt.Errorf("%w: %w", ErrInvalidHandle, err)
-	}
-	pq, err := e.popQueue(popKey{group, h.Topic, h.Queue}, q)
+	pq, err := e.handleQueue(group, h)
 	if err != nil {
 		return nil, h, nil, err
 	}
 	pq.mu.Lock()
-	f, ok := pq.st.Inflight[h.Offset]
-	if !ok || f.Nonce != h.Nonce {
-		done := !ok && (h.Offset < pq.st.AckedBelow || pq.st.Done[h.Offset])
+	f, err := checkInflight(pq, h)
+	if err != nil {
 		pq.mu.Unlock()
-		if done {
-			return nil, h, nil, fmt.Errorf("%w: %w: message %s/%d@%d", ErrHandleExpired, ErrAlreadyDone, h.Topic, h.Queue, h.Offset)
-		}
-		return nil, h, nil, fmt.Errorf("%w: message %s/%d@%d was redelivered or its lease changed", ErrHandleExpired, h.Topic, h.Queue, h.Offset)
+		return nil, h, nil, err
 	}
 	return pq, h, f, nil
+}
+
+// handleQueue returns the pop state of the queue of a decoded handle.
+func (e *Engine) handleQueue(group string, h pop.Handle) (*popQueue, error) {
+	q, err := e.readQueue(h.Topic, h.Queue)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidHandle, err)
+	}
+	return e.popQueue(popKey{group, h.Topic, h.Queue}, q)
+}
+
+// checkInflight returns the in-flight entry h names in pq, whose lock the
+// caller holds, or why there is none.
+func checkInflight(pq *popQueue, h pop.Handle) (*pop.Inflight, error) {
+	f, ok := pq.st.Inflight[h.Offset]
+	if ok && f.Nonce == h.Nonce {
+		return f, nil
+	}
+	if !ok && (h.Offset < pq.st.AckedBelow || pq.st.Done[h.Offset]) {
+		return nil, fmt.Errorf("%w: %w: message %s/%d@%d", ErrHandleExpired, ErrAlreadyDone, h.Topic, h.Queue, h.Offset)
+	}
+	return nil, fmt.Errorf("%w: message %s/%d@%d was redelivered or its lease changed", ErrHandleExpired, h.Topic, h.Queue, h.Offset)
 }
 
 // deadLetter stores a copy of rec in the group's dead-letter topic.
@@ -641,7 +768,7 @@ func (e *Engine) popFIFO(ctx context.Context, q *queueState, pq *popQueue, o *Po
 		}
 		st.Cursor = max(st.Cursor, off+1)
 		pq.dirty = true
-		rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter, &o.arena)
+		rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter, o.arena)
 		if err != nil {
 			return out, 0, err
 		}
@@ -676,7 +803,7 @@ func (e *Engine) fifoInflight(q *queueState, pq *popQueue, clOffset, tagHash, of
 		blocked[f.Group] = true
 		return out, nil
 	}
-	rec, ok, err := e.popRecord(q, clOffset, tagHash, o.Filter, &o.arena)
+	rec, ok, err := e.popRecord(q, clOffset, tagHash, o.Filter, o.arena)
 	if err != nil {
 		return out, err
 	}
