@@ -32,13 +32,21 @@ func (s *Server) AckMessage(ctx context.Context, req *rmqpb.AckMessageRequest) (
 	if err != nil {
 		return &rmqpb.AckMessageResponse{Status: statusOf(err)}, nil
 	}
-	owner := sessionOf(ctx)
-	resp := &rmqpb.AckMessageResponse{Entries: make([]*rmqpb.AckMessageResultEntry, len(req.GetEntries()))}
+	entries := req.GetEntries()
+	errs := s.ackAll(ctx, sessionOf(ctx), group, entries)
+	resp := &rmqpb.AckMessageResponse{Entries: make([]*rmqpb.AckMessageResultEntry, len(entries))}
+	results := make([]rmqpb.AckMessageResultEntry, len(entries))
+	ok := okStatus() // shared by the entries acknowledged
 	var first *rmqpb.Status
 	same := true
-	for i, e := range req.GetEntries() {
-		st := statusOf(s.ackOne(ctx, owner, group, e.GetReceiptHandle()))
-		resp.Entries[i] = &rmqpb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: st}
+	for i, e := range entries {
+		st := ok
+		if errs[i] != nil {
+			st = statusOf(errs[i])
+		}
+		r := &results[i]
+		r.MessageId, r.ReceiptHandle, r.Status = e.GetMessageId(), e.GetReceiptHandle(), st
+		resp.Entries[i] = r
 		if first == nil {
 			first = st
 		} else if st.Code != first.Code {
@@ -54,14 +62,34 @@ func (s *Server) AckMessage(ctx context.Context, req *rmqpb.AckMessageRequest) (
 	return resp, nil
 }
 
-// ackOne acknowledges the message of one receipt handle.
-func (s *Server) ackOne(ctx context.Context, owner *session.Session, group, handle string) error {
-	if handle == "" {
-		return fmt.Errorf("%w: the receipt handle is empty", engine.ErrInvalidHandle)
+// ackAll acknowledges the message of each entry's receipt handle and
+// returns each entry's error. Handles of the client's leases are
+// acknowledged through them one by one, the others with one engine call.
+func (s *Server) ackAll(ctx context.Context, owner *session.Session, group string, entries []*rmqpb.AckMessageEntry) []error {
+	errs := make([]error, len(entries))
+	handles := make([]string, 0, len(entries))
+	at := make([]int, 0, len(entries))
+	for i, e := range entries {
+		h := e.GetReceiptHandle()
+		switch l := s.leases.lookup(owner, h); {
+		case h == "":
+			errs[i] = fmt.Errorf("%w: the receipt handle is empty", engine.ErrInvalidHandle)
+		case l != nil && l.group == group:
+			errs[i] = s.withLease(owner, group, h, func(h string) error { return s.eng.Ack(ctx, group, h) })
+		default:
+			handles = append(handles, h)
+			at = append(at, i)
+		}
 	}
-	err := s.withLease(owner, group, handle, func(h string) error { return s.eng.Ack(ctx, group, h) })
-	if errors.Is(err, engine.ErrAlreadyDone) {
-		return nil
+	if len(handles) > 0 {
+		for j, err := range s.eng.AckBatch(ctx, group, handles) {
+			errs[at[j]] = err
+		}
 	}
-	return err
+	for i, err := range errs {
+		if errors.Is(err, engine.ErrAlreadyDone) {
+			errs[i] = nil
+		}
+	}
+	return errs
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -50,6 +51,11 @@ func (s *Server) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Se
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // answer at once when the server closes
 	defer stop()
+	// The records are read into a pooled buffer, which deliver is done
+	// with when it returns: every message is encoded by then.
+	buf := recordBuffers.Get().(*[]byte)
+	defer putRecordBuffer(buf)
+	r.pop.Buffer = buf
 	popped, err := s.eng.Pop(pctx, r.pop)
 	if err != nil && len(popped) == 0 {
 		if ctx.Err() != nil {
@@ -67,6 +73,19 @@ func (s *Server) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Se
 		}})
 	}
 	return s.deliver(ctx, stream, r, popped)
+}
+
+// recordBuffers recycles the buffers receives read records into.
+var recordBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledRecords is the largest record buffer kept for reuse.
+const maxPooledRecords = 4 << 20
+
+func putRecordBuffer(b *[]byte) {
+	if cap(*b) <= maxPooledRecords {
+		*b = (*b)[:0]
+		recordBuffers.Put(b)
+	}
 }
 
 // receive is a checked ReceiveMessage request.

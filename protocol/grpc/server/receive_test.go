@@ -94,6 +94,63 @@ func TestAckMixedResults(t *testing.T) {
 	}
 }
 
+// One AckMessage may mix handles of renewed leases and plain ones, of
+// several queues, repeated, empty or garbage: each entry gets what it
+// would alone, in order.
+func TestAckManyKinds(t *testing.T) {
+	h := newConsumeHarness(t, Options{Consume: ConsumeOptions{
+		MinInvisible:       20 * time.Millisecond,
+		AutoRenewInvisible: 200 * time.Millisecond,
+		RenewBefore:        100 * time.Millisecond,
+		RenewInterval:      10 * time.Millisecond,
+	}})
+	h.topic("T", 3)
+	for i := range 9 {
+		h.send("T", fmt.Sprint("m", i))
+	}
+	ctx := clientCtx("c1")
+	plain := h.mustReceive(ctx, receiveReq("G", "T", 6, 30*time.Second), rmqpb.Code_OK)
+	renewed := receiveReq("G", "T", 3, 0)
+	renewed.InvisibleDuration, renewed.AutoRenew = nil, true
+	leased := h.mustReceive(ctx, renewed, rmqpb.Code_OK)
+	if len(plain) != 6 || len(leased) != 3 {
+		t.Fatalf("received %d and %d", len(plain), len(leased))
+	}
+	time.Sleep(300 * time.Millisecond) // the leases were renewed: their handles replaced
+	handle := func(m *rmqpb.Message) string { return m.GetSystemProperties().GetReceiptHandle() }
+	entries := []string{
+		handle(plain[0]), handle(leased[0]), handle(plain[1]), "", handle(leased[1]),
+		handle(plain[0]), "garbage", handle(plain[2]), handle(plain[3]), handle(plain[4]), handle(plain[5]), handle(leased[2]),
+	}
+	want := []rmqpb.Code{
+		rmqpb.Code_OK, rmqpb.Code_OK, rmqpb.Code_OK, rmqpb.Code_INVALID_RECEIPT_HANDLE, rmqpb.Code_OK,
+		rmqpb.Code_OK, rmqpb.Code_INVALID_RECEIPT_HANDLE, rmqpb.Code_OK, rmqpb.Code_OK, rmqpb.Code_OK, rmqpb.Code_OK, rmqpb.Code_OK,
+	}
+	req := &rmqpb.AckMessageRequest{Group: &rmqpb.Resource{Name: "G"}, Topic: &rmqpb.Resource{Name: "T"}}
+	for i, e := range entries {
+		req.Entries = append(req.Entries, &rmqpb.AckMessageEntry{ReceiptHandle: e, MessageId: fmt.Sprint("id", i)})
+	}
+	resp, err := h.client.AckMessage(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetStatus().GetCode() != rmqpb.Code_MULTIPLE_RESULTS || len(resp.GetEntries()) != len(entries) {
+		t.Fatalf("ack: %v", resp.GetStatus())
+	}
+	for i, e := range resp.GetEntries() {
+		if e.GetStatus().GetCode() != want[i] || e.GetMessageId() != fmt.Sprint("id", i) || e.GetReceiptHandle() != entries[i] {
+			t.Errorf("entry %d: %v", i, e)
+		}
+	}
+	if n := h.srv.leases.len(); n != 0 {
+		t.Errorf("%d leases left", n)
+	}
+	// Nothing comes back: every message was acknowledged.
+	wait := receiveReq("G", "T", 32, 20*time.Millisecond)
+	wait.LongPollingTimeout = durationpb.New(500 * time.Millisecond)
+	h.mustReceive(clientCtx("other"), wait, rmqpb.Code_MESSAGE_NOT_FOUND)
+}
+
 func TestChangeInvisibleRedelivers(t *testing.T) {
 	h := newConsumeHarness(t, Options{Consume: ConsumeOptions{MinChangeInvisible: 20 * time.Millisecond}})
 	h.topic("T", 2)
