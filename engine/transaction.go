@@ -223,23 +223,25 @@ func (e *Engine) readHalf(s *sendState, off int64) (halfRecord, error) {
 
 // resolve appends the record that settles the half message at off.
 func (e *Engine) resolve(s *sendState, off int64, half *halfRecord, d Decision) error {
-	// Read the index position before the pending check: a decision indexed
-	// in between must not be mistaken for one that is safe to forget.
-	indexed := e.disp.pos.Load()
-	pending := true
-	if off < indexed {
-		var err error
-		if pending, err = e.halves.Pending(off); err != nil {
-			return err
-		}
-	}
-	// Otherwise the half message is not indexed yet, so no decision on it
-	// is either: one appended since holds its claim in txnChecks.
-	if !pending || !e.txnChecks.BeginResolve(off, indexed) {
+	if !e.txnChecks.BeginResolve(off, e.disp.pos.Load()) {
 		return fmt.Errorf("%w: half message at %d", ErrTransactionResolved, off)
 	}
 	rec := int64(-1)
 	defer func() { e.txnChecks.EndResolve(off, rec) }()
+	// With the claim held no other decision can start. An earlier one
+	// still holds its claim (and BeginResolve refused), or was forgotten
+	// once indexed: then the half message, stored before it, is indexed
+	// too and no longer pending. So a half message that is not indexed yet
+	// needs no look at the index.
+	if off < e.disp.pos.Load() {
+		pending, err := e.halves.Pending(off)
+		if err != nil {
+			return err
+		}
+		if !pending {
+			return fmt.Errorf("%w: half message at %d", ErrTransactionResolved, off)
+		}
+	}
 	src := strconv.FormatInt(off, 10)
 	var err error
 	switch d {

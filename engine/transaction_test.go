@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,5 +328,52 @@ func TestTransactionIndexRebuilt(t *testing.T) {
 	}
 	if !slices.Equal(bodies, []string{"h1", "h2", "h5"}) {
 		t.Fatalf("committed %v", bodies)
+	}
+}
+
+// Decisions racing for the same half messages, while the index catches
+// up, settle each exactly once.
+func TestConcurrentDecisions(t *testing.T) {
+	e := txnEngine(t, nil)
+	defer e.Close()
+	ctx := context.Background()
+	const halves, deciders = 300, 4
+	offs := make([]int64, halves)
+	for i := range offs {
+		res, err := e.Send(ctx, halfMsg(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs[i] = res.CommitLogOffset
+	}
+	var won [halves]atomic.Int32
+	var wg sync.WaitGroup
+	for g := range deciders {
+		wg.Go(func() {
+			for i, off := range offs {
+				d := Commit
+				if (i+g)%2 == 1 {
+					d = Rollback
+				}
+				err := e.EndTransaction(ctx, EndTransactionRequest{ProducerGroup: "PG", CommitLogOffset: off, QueueOffset: -1, Decision: d})
+				switch {
+				case err == nil:
+					won[i].Add(1)
+				case !errors.Is(err, ErrTransactionResolved):
+					t.Errorf("half %d: %v", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range won {
+		if n := won[i].Load(); n != 1 {
+			t.Fatalf("half %d decided %d times", i, n)
+		}
+	}
+	committed := len(pullAll(t, e, "T", 0, 0, nil))
+	rolledBack := len(pullAll(t, e, message.TopicTransOpHalf, 0, 0, nil))
+	if committed+rolledBack != halves {
+		t.Fatalf("%d committed and %d rolled back, want %d in all", committed, rolledBack, halves)
 	}
 }
