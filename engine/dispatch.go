@@ -56,6 +56,11 @@ type dispatcher struct {
 	topics  map[string]*topicState
 	gen     int64
 
+	// sorted holds the batch's consume-queue and id entries until it
+	// commits, to set them in key order: the index inserts runs of
+	// neighbouring keys much faster than keys in log order.
+	sorted sortedSets
+
 	// Half messages of the current batch, whose entries wait for the
 	// batch's end: a decision later in the same batch makes them
 	// unnecessary (see deferHalf).
@@ -167,6 +172,7 @@ func (d *dispatcher) dispatch() error {
 			d.gen = g
 		}
 		d.batch = d.e.idx.NewBatch()
+		d.sorted.reset()
 		d.clearHalves()
 		n := 0
 		next, err := d.e.log.Scan(from, func(off, _ int64, payload []byte) error {
@@ -197,6 +203,11 @@ var errBatchFull = errors.New("engine: dispatch batch full")
 
 func (d *dispatcher) commit(next int64) error {
 	if err := d.flushHalves(); err != nil {
+		d.batch.Close()
+		d.batch = nil
+		return err
+	}
+	if err := d.sorted.apply(d.batch); err != nil {
 		d.batch.Close()
 		d.batch = nil
 		return err
@@ -331,7 +342,7 @@ func (d *dispatcher) indexTimer(off int64, h *message.Header, p *recordProps) er
 
 // addEntry adds a consume-queue entry and notes the queue's new end.
 func (d *dispatcher) addEntry(topic []byte, queueID int32, entry queue.Entry) error {
-	if err := d.qw.Add(d.batch, topic, queueID, entry); err != nil {
+	if err := d.qw.Add(&d.sorted, topic, queueID, entry); err != nil {
 		return err
 	}
 	if q := d.queueOf(topic, queueID); q != nil {
@@ -408,7 +419,7 @@ func (d *dispatcher) flushHalves() error {
 			}
 		}
 		if !b.idLater {
-			if err := d.iw.AddID(d.batch, d.idBuf[b.id[0]:b.id[1]], off); err != nil {
+			if err := d.iw.AddID(&d.sorted, d.idBuf[b.id[0]:b.id[1]], off); err != nil {
 				return err
 			}
 		}
@@ -455,7 +466,7 @@ func (d *dispatcher) indexKeys(off int64, h *message.Header, p *recordProps, hal
 				d.halves[i].idLater = true
 			}
 		}
-		if err := d.iw.AddID(d.batch, p.uniq, off); err != nil {
+		if err := d.iw.AddID(&d.sorted, p.uniq, off); err != nil {
 			return err
 		}
 	}
@@ -485,7 +496,7 @@ func (d *dispatcher) indexLightQueues(names []byte, entry queue.Entry) error {
 		}
 		entry.Offset = q.next
 		q.next++
-		if err := d.qw.Add(d.batch, name, 0, entry); err != nil {
+		if err := d.qw.Add(&d.sorted, name, 0, entry); err != nil {
 			return err
 		}
 		d.touched[q] = q.next
@@ -553,4 +564,44 @@ func (d *dispatcher) waitFor(ctx context.Context, off int64) error {
 			return ErrClosed
 		}
 	}
+}
+
+// sortedSets buffers key/value pairs and sets them in a batch in key
+// order. Pairs with the same key keep their order, so the last one set
+// wins, as in the batch itself.
+type sortedSets struct {
+	buf   []byte
+	pairs []kvSpan
+}
+
+// kvSpan locates a pair in sortedSets.buf: the key is buf[at:at+klen],
+// the value follows it up to end.
+type kvSpan struct{ at, klen, end int32 }
+
+func (s *sortedSets) key(p kvSpan) []byte { return s.buf[p.at : p.at+p.klen] }
+
+// Set implements queue.Setter.
+func (s *sortedSets) Set(key, value []byte, _ *pebble.WriteOptions) error {
+	at := len(s.buf)
+	s.buf = append(s.buf, key...)
+	s.buf = append(s.buf, value...)
+	s.pairs = append(s.pairs, kvSpan{at: int32(at), klen: int32(len(key)), end: int32(len(s.buf))})
+	return nil
+}
+
+// apply sets the buffered pairs in b, in key order, and empties s.
+func (s *sortedSets) apply(b *pebble.Batch) error {
+	slices.SortStableFunc(s.pairs, func(x, y kvSpan) int { return bytes.Compare(s.key(x), s.key(y)) })
+	for _, p := range s.pairs {
+		if err := b.Set(s.key(p), s.buf[p.at+p.klen:p.end], nil); err != nil {
+			return err
+		}
+	}
+	s.reset()
+	return nil
+}
+
+func (s *sortedSets) reset() {
+	s.buf = s.buf[:0]
+	s.pairs = s.pairs[:0]
 }

@@ -55,8 +55,11 @@ func (w *Writer) AddKey(b *pebble.Batch, topic, key []byte, storeTime, commitLog
 	return b.Set(w.key, nil, nil)
 }
 
-// AddID indexes a client message id.
-func (w *Writer) AddID(b *pebble.Batch, id []byte, commitLogOffset int64) error {
+// AddID indexes a client message id in b (a *pebble.Batch, or a buffer
+// that sets it in a batch later).
+func (w *Writer) AddID(b interface {
+	Set(key, value []byte, opts *pebble.WriteOptions) error
+}, id []byte, commitLogOffset int64) error {
 	if len(id) == 0 {
 		return nil
 	}

@@ -56,8 +56,14 @@ type Writer struct {
 	val [valueSize]byte
 }
 
+// Setter is where a Writer puts entries: a *pebble.Batch, or a buffer
+// that sets them in a batch later.
+type Setter interface {
+	Set(key, value []byte, opts *pebble.WriteOptions) error
+}
+
 // Add records e as entry e.Offset of (topic, queue) in b.
-func (w *Writer) Add(b *pebble.Batch, topic []byte, queue int32, e Entry) error {
+func (w *Writer) Add(b Setter, topic []byte, queue int32, e Entry) error {
 	w.key = appendKey(w.key[:0], topic, queue, e.Offset)
 	binary.BigEndian.PutUint64(w.val[0:], uint64(e.CommitLogOffset))
 	binary.BigEndian.PutUint32(w.val[8:], uint32(e.Size))
