@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 
 	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/session"
@@ -43,11 +44,11 @@ func (s *Server) attach(ctx context.Context) context.Context {
 	if len(ids) == 0 || ids[0] == "" {
 		return ctx
 	}
-	remote := ""
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		remote = p.Addr.String()
+	var remote net.Addr
+	if p, ok := peer.FromContext(ctx); ok {
+		remote = p.Addr
 	}
-	return context.WithValue(ctx, sessionKey{}, s.sessions.Touch(ids[0], remote))
+	return context.WithValue(ctx, sessionKey{}, s.sessions.TouchAddr(ids[0], remote))
 }
 
 func (s *Server) unaryInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"time"
@@ -78,6 +79,10 @@ func peerAddrPort(ctx context.Context) netip.AddrPort {
 	p, ok := peer.FromContext(ctx)
 	if !ok || p.Addr == nil {
 		return netip.AddrPort{}
+	}
+	if tcp, ok := p.Addr.(*net.TCPAddr); ok {
+		ap := tcp.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
 	ap, err := netip.ParseAddrPort(p.Addr.String())
 	if err != nil {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ type Session struct {
 
 	mu          sync.Mutex
 	remote      string
+	remoteAddr  net.Addr // what remote was formatted from
 	settings    *rmqpb.Settings
 	language    rmqpb.Language // of settings' user agent
 	maxAttempts int32          // of settings' backoff policy
@@ -96,7 +98,7 @@ func (s *Session) Seen() { s.touch("", time.Now()) }
 func (s *Session) touch(remote string, now time.Time) {
 	s.mu.Lock()
 	if remote != "" {
-		s.remote = remote
+		s.remote, s.remoteAddr = remote, nil
 	}
 	s.seen = now
 	s.mu.Unlock()
@@ -201,6 +203,29 @@ func (t *Table) Touch(id, remote string) *Session {
 	}
 	s.touch(remote, now)
 	return s
+}
+
+// TouchAddr is Touch with the client's address as a net.Addr, formatted
+// only when it is not the one the session last saw.
+func (t *Table) TouchAddr(id string, addr net.Addr) *Session {
+	s := t.Touch(id, "")
+	if addr == nil {
+		return s
+	}
+	s.mu.Lock()
+	if !sameAddr(addr, s.remoteAddr) {
+		s.remoteAddr, s.remote = addr, addr.String()
+	}
+	s.mu.Unlock()
+	return s
+}
+
+// sameAddr reports whether a and b are the same TCP address object (a
+// connection's calls share its address).
+func sameAddr(a, b net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	tb, _ := b.(*net.TCPAddr)
+	return ok && ta == tb
 }
 
 // Lookup returns the session of client id, if the table has one.

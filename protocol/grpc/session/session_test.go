@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -143,5 +144,30 @@ func TestTableConcurrentTouch(t *testing.T) {
 		if s != got[0] {
 			t.Fatal("two sessions for one client")
 		}
+	}
+}
+
+func TestTouchAddr(t *testing.T) {
+	tab := NewTable()
+	a := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 5000}
+	b := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 6000}
+	s := tab.TouchAddr("c1", a)
+	if s.RemoteAddr() != "10.0.0.1:5000" {
+		t.Fatalf("remote %q", s.RemoteAddr())
+	}
+	if tab.TouchAddr("c1", nil) != s || s.RemoteAddr() != "10.0.0.1:5000" {
+		t.Fatal("a call without an address forgot the last one")
+	}
+	tab.TouchAddr("c1", b)
+	if s.RemoteAddr() != "10.0.0.2:6000" {
+		t.Fatalf("after a new connection: remote %q", s.RemoteAddr())
+	}
+	tab.Touch("c1", "10.0.0.3:7000")
+	if tab.TouchAddr("c1", b); s.RemoteAddr() != "10.0.0.2:6000" {
+		t.Fatalf("back on the second connection: remote %q", s.RemoteAddr())
+	}
+	tab.TouchAddr("c1", &net.UnixAddr{Name: "/sock", Net: "unix"})
+	if s.RemoteAddr() != "/sock" {
+		t.Fatalf("unix: remote %q", s.RemoteAddr())
 	}
 }
