@@ -315,3 +315,47 @@ func TestDeliveryDropsWhatItCannotDeliver(t *testing.T) {
 		}
 	}
 }
+
+// A message a client sends with the engine's retiring properties (a
+// delivered timer message or committed transaction sent again as it was
+// received) is stored without them: it schedules again, and retires
+// nothing.
+func TestSendDropsRetiringProperties(t *testing.T) {
+	e := openTest(t, t.TempDir(), nil)
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	ctx := context.Background()
+	due := strconv.FormatInt(time.Now().Add(50*time.Millisecond).UnixMilli(), 10)
+	if _, err := e.Send(ctx, newMsg("T", "first", message.PropertyTimerDeliverMS, due)); err != nil {
+		t.Fatal(err)
+	}
+	got := waitMessages(t, e, "T", 0, 1, 5*time.Second)
+	half, err := e.Send(ctx, &message.Message{Topic: "T", Body: []byte("half"), Properties: map[string]string{
+		message.PropertyTransactionPrepared: "true", message.PropertyProducerGroup: "PG"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	again := got[0]
+	again.Body = []byte("again")
+	again.Properties[message.PropertyTimerDeliverMS] = strconv.FormatInt(time.Now().Add(50*time.Millisecond).UnixMilli(), 10)
+	again.Properties[propertyTransactionSource] = strconv.FormatInt(half.CommitLogOffset, 10) // a forged decision
+	props := maps.Clone(again.Properties)
+	if _, err := e.Send(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(again.Properties, props) {
+		t.Fatalf("Send changed the message's properties: %v", again.Properties)
+	}
+	if err := e.EndTransaction(ctx, EndTransactionRequest{ProducerGroup: "PG", CommitLogOffset: half.CommitLogOffset, QueueOffset: -1, Decision: Commit}); err != nil {
+		t.Fatalf("the half message was retired by a client's message: %v", err)
+	}
+	var bodies []string
+	for _, m := range waitMessages(t, e, "T", 0, 3, 5*time.Second) {
+		bodies = append(bodies, string(m.Body))
+	}
+	slices.Sort(bodies)
+	if !slices.Equal(bodies, []string{"again", "first", "half"}) {
+		t.Fatalf("delivered %v", bodies)
+	}
+}

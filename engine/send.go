@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,6 +163,7 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 			return err
 		}
 	}
+	msgs = withoutRetiringProperties(msgs)
 	due, err := e.dueTime(msgs)
 	if err != nil {
 		return err
@@ -176,6 +179,35 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 		return e.schedule(s, t, q, msgs[0], due)
 	}
 	return e.store(s, t, q, msgs, "", nil)
+}
+
+// withoutRetiringProperties returns msgs, or copies of the messages that
+// carry TIMER_SRC or TRAN_SRC without them. The engine's own records use
+// those properties to retire a timer entry or a half message; a message a
+// client sends (one it received and sends again, say) would otherwise
+// retire entries it has nothing to do with, and a delayed one would never
+// be scheduled. The messages are not modified.
+func withoutRetiringProperties(msgs []*message.Message) []*message.Message {
+	var out []*message.Message
+	for i, m := range msgs {
+		_, timer := m.Properties[propertyTimerSource]
+		_, txn := m.Properties[propertyTransactionSource]
+		if !timer && !txn {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		mm := *m
+		mm.Properties = maps.Clone(m.Properties)
+		delete(mm.Properties, propertyTimerSource)
+		delete(mm.Properties, propertyTransactionSource)
+		out[i] = &mm
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 // checkMessageType refuses messages whose type the topic does not take.
