@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,8 +14,6 @@ import (
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -34,41 +31,10 @@ type consumeHarness struct {
 // listener's address).
 func newConsumeHarness(t testing.TB, o Options) *consumeHarness {
 	t.Helper()
-	eng, err := engine.Open(t.TempDir(), &engine.Options{AutoCreateGroups: true, SegmentSize: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Endpoint = lis.Addr().String()
-	srv, err := New(eng, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		g.Serve(lis)
-	}()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		g.Stop()
-		<-served
-		srv.Close()
-		eng.Close()
-		checkNoServerGoroutines(t)
-	})
+	// Registered first, so it runs after the server has stopped.
+	t.Cleanup(func() { checkNoServerGoroutines(t) })
+	o.Endpoint = ""
+	eng, srv, conn, _ := serveForTest(t, engine.Options{AutoCreateGroups: true, SegmentSize: 64 << 20}, o)
 	return &consumeHarness{t: t, eng: eng, srv: srv, client: rmqpb.NewMessagingServiceClient(conn)}
 }
 

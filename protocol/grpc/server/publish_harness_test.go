@@ -11,7 +11,6 @@ import (
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -39,51 +38,8 @@ func newPubEnv(t *testing.T, eo engine.Options, so Options) *pubEnv {
 	if eo.MaxMessageSize == 0 {
 		eo.MaxMessageSize = 1 << 20
 	}
-	eng, err := engine.Open(t.TempDir(), &eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if so.Endpoint == "" {
-		so.Endpoint = ln.Addr().String()
-	}
-	srv, err := New(eng, so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(ln) }()
-	conn, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		srv.Close()
-		stopped := make(chan struct{})
-		go func() { g.GracefulStop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(5 * time.Second):
-			t.Error("graceful stop took more than 5s")
-			g.Stop()
-		}
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		if err := eng.Close(); err != nil {
-			t.Errorf("engine close: %v", err)
-		}
-	})
-	return &pubEnv{t: t, eng: eng, srv: srv, addr: ln.Addr().(*net.TCPAddr), cli: rmqpb.NewMessagingServiceClient(conn)}
+	eng, srv, conn, addr := serveForTest(t, eo, so)
+	return &pubEnv{t: t, eng: eng, srv: srv, addr: addr, cli: rmqpb.NewMessagingServiceClient(conn)}
 }
 
 // defaultPubEnv is newPubEnv with auto-creation on, as karman serve runs.
