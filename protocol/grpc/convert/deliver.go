@@ -281,16 +281,13 @@ func scanRecord(rec []byte) (scanned, error) {
 // off, and where the next piece starts. ok is false for a piece that is
 // not a pair (skipped, as message.DecodeProperties skips it).
 func nextPair(props []byte, off int) (k, v span, next int, ok bool) {
-	end := len(props)
-	if i := bytes.IndexByte(props[off:], 0x02); i >= 0 {
-		end = off + i
+	name, value, rest, ok := message.NextProperty(props[off:])
+	next = len(props) - len(rest)
+	if !ok {
+		return k, v, next, false
 	}
-	piece := props[off:end]
-	i := bytes.IndexByte(piece, 0x01)
-	if i <= 0 || bytes.IndexByte(piece[i+1:], 0x01) >= 0 {
-		return k, v, end + 1, false
-	}
-	return span{off, off + i, true}, span{off + i + 1, end, true}, end + 1, true
+	vStart := off + len(name) + 1
+	return span{off, off + len(name), true}, span{vStart, vStart + len(value), true}, next, true
 }
 
 // isSystemName reports whether a property is a system property, which is
