@@ -151,6 +151,7 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 	if err != nil {
 		return err
 	}
+	msgs = decodeActedOn(msgs)
 	q, err := e.writeQueue(t, msgs[0], queueID)
 	if err != nil {
 		return err
@@ -179,6 +180,53 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 		return e.schedule(s, t, q, msgs[0], due)
 	}
 	return e.store(s, t, q, msgs, "", nil)
+}
+
+// decodeActedOn returns msgs, or copies in which the encoded properties of
+// the messages that need it are decoded into Properties: those that carry
+// a property the engine acts on, and those that are not written as
+// AppendStored stores them. The others keep their encoded properties,
+// which are stored as they are; everything that reads their Properties
+// (nil) finds none of the properties it looks for, as it should. The
+// messages are not modified.
+func decodeActedOn(msgs []*message.Message) []*message.Message {
+	var out []*message.Message
+	for i, m := range msgs {
+		if m.Properties != nil || m.EncodedProperties == nil || storableAsIs(m.EncodedProperties) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		mm := *m
+		mm.LoadProperties()
+		out[i] = &mm
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
+// storableAsIs reports whether the encoded properties b can be stored as
+// they are: they are well formed and name none of the properties a send
+// acts on (scheduling, transactions, message groups, light queues and
+// the engine's own markers).
+func storableAsIs(b []byte) bool {
+	if message.CheckEncodedProperties(b) != nil {
+		return false
+	}
+	for len(b) > 0 {
+		name, _, rest, _ := message.NextProperty(b)
+		switch string(name) {
+		case message.PropertyDelayLevel, message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec,
+			message.PropertyTimerDelayMS, message.PropertyTransactionPrepared, message.PropertyShardingKey,
+			message.PropertyInnerMultiDispatch, propertyTimerSource, propertyTransactionSource:
+			return false
+		}
+		b = rest
+	}
+	return true
 }
 
 // withoutRetiringProperties returns msgs, or copies of the messages that
@@ -394,7 +442,7 @@ func (s *sendState) encode(e *Engine, m *message.Message, topic string, extra []
 	if s.buf, err = message.AppendStored(s.buf, &mm); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 	}
-	id := m.Properties[message.PropertyUniqKey]
+	id := m.UniqKey()
 	var generated []string
 	if id == "" {
 		id = e.ids.Next()

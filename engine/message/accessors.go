@@ -8,12 +8,38 @@ import (
 
 // Property returns the value of the property name, or "" when it is absent.
 func (m *Message) Property(name string) string {
-	return m.Properties[name]
+	v, _ := m.LookupProperty(name)
+	return v
+}
+
+// LookupProperty returns the value of the property name and whether the
+// message has it, from Properties or, when that is nil, from
+// EncodedProperties.
+func (m *Message) LookupProperty(name string) (string, bool) {
+	if m.Properties == nil && len(m.EncodedProperties) > 0 {
+		v, ok := LookupProperty(m.EncodedProperties, name)
+		return string(v), ok
+	}
+	v, ok := m.Properties[name]
+	return v, ok
+}
+
+// LoadProperties decodes EncodedProperties into Properties, when
+// Properties is nil, and clears EncodedProperties.
+func (m *Message) LoadProperties() {
+	if m.EncodedProperties == nil {
+		return
+	}
+	if m.Properties == nil {
+		m.Properties, _ = DecodeProperties(m.EncodedProperties)
+	}
+	m.EncodedProperties = nil
 }
 
 // SetProperty sets the property name to value, allocating Properties when
 // it is nil.
 func (m *Message) SetProperty(name, value string) {
+	m.LoadProperties()
 	if m.Properties == nil {
 		m.Properties = make(map[string]string, 4)
 	}
@@ -22,6 +48,7 @@ func (m *Message) SetProperty(name, value string) {
 
 // ClearProperty removes the property name.
 func (m *Message) ClearProperty(name string) {
+	m.LoadProperties()
 	delete(m.Properties, name)
 }
 
@@ -36,7 +63,7 @@ func (m *Message) setOrClear(name, value string) {
 
 // Tags returns the message tag (PropertyTags), or "" when it has none.
 func (m *Message) Tags() string {
-	return m.Properties[PropertyTags]
+	return m.Property(PropertyTags)
 }
 
 // SetTags sets the message tag; an empty tag removes the property.
@@ -47,7 +74,7 @@ func (m *Message) SetTags(tags string) {
 // Keys returns the business keys of the message (PropertyKeys split on
 // spaces, empty keys dropped), or nil when it has none.
 func (m *Message) Keys() []string {
-	s := m.Properties[PropertyKeys]
+	s := m.Property(PropertyKeys)
 	if s == "" {
 		return nil
 	}
@@ -68,7 +95,7 @@ func (m *Message) SetKeys(keys []string) {
 
 // UniqKey returns the client message id (PropertyUniqKey), or "".
 func (m *Message) UniqKey() string {
-	return m.Properties[PropertyUniqKey]
+	return m.Property(PropertyUniqKey)
 }
 
 // SetUniqKey sets the client message id; an empty id removes the property.
@@ -91,7 +118,7 @@ func (m *Message) ID() string {
 // that is not a decimal integer. Levels are not range-checked: the broker
 // decides what to do with levels below 1 or above its highest level.
 func (m *Message) DelayLevel() (int, error) {
-	s, ok := m.Properties[PropertyDelayLevel]
+	s, ok := m.LookupProperty(PropertyDelayLevel)
 	if !ok {
 		return 0, nil
 	}
@@ -115,5 +142,5 @@ func (m *Message) SetDelayLevel(level int) {
 // a transactional half message (PropertyTransactionPrepared is "true", in
 // any case, as Java's Boolean.parseBoolean reads it).
 func (m *Message) IsTransactionPrepared() bool {
-	return strings.EqualFold(m.Properties[PropertyTransactionPrepared], "true")
+	return strings.EqualFold(m.Property(PropertyTransactionPrepared), "true")
 }

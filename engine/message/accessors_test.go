@@ -23,6 +23,32 @@ func TestPropertyAccessors(t *testing.T) {
 	}
 }
 
+func TestEncodedPropertyAccessors(t *testing.T) {
+	m := Message{EncodedProperties: []byte("TAGS\x01red\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01ID1\x02DELAY\x013\x02TRAN_MSG\x01TRUE\x02EMPTY\x01\x02")}
+	if m.Tags() != "red" || m.UniqKey() != "ID1" || !slices.Equal(m.Keys(), []string{"k1", "k2"}) || !m.IsTransactionPrepared() {
+		t.Fatalf("accessors read %q %q %q %v", m.Tags(), m.UniqKey(), m.Keys(), m.IsTransactionPrepared())
+	}
+	if l, err := m.DelayLevel(); l != 3 || err != nil {
+		t.Fatalf("DelayLevel = %d, %v", l, err)
+	}
+	if v, ok := m.LookupProperty("EMPTY"); v != "" || !ok {
+		t.Fatalf("LookupProperty(EMPTY) = %q, %v", v, ok)
+	}
+	if _, ok := m.LookupProperty("MISSING"); ok {
+		t.Fatal("LookupProperty found a missing property")
+	}
+	// A setter decodes the encoded properties first, keeping them all.
+	m.SetProperty("X", "1")
+	if m.EncodedProperties != nil || len(m.Properties) != 7 || m.Tags() != "red" || m.Property("X") != "1" {
+		t.Fatalf("after SetProperty: %v, encoded %q", m.Properties, m.EncodedProperties)
+	}
+	m = Message{EncodedProperties: []byte("TAGS\x01red\x02")}
+	m.ClearProperty("TAGS")
+	if m.EncodedProperties != nil || len(m.Properties) != 0 {
+		t.Fatalf("after ClearProperty: %v, encoded %q", m.Properties, m.EncodedProperties)
+	}
+}
+
 func TestTagsKeysUniqKey(t *testing.T) {
 	var m Message
 	if m.Tags() != "" || m.Keys() != nil || m.UniqKey() != "" {

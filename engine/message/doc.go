@@ -48,6 +48,10 @@
 //
 // Properties are written as key 0x01 value 0x02 for every pair, the last one
 // included, in map order. Keys and values must not contain 0x01 or 0x02.
+// A message may instead carry its properties encoded, as a client sent
+// them (Message.EncodedProperties); they are then written as they are,
+// provided they follow the same form (CheckEncodedProperties). A name may
+// then appear twice; every reader takes the later value.
 //
 // # Concurrency
 //

@@ -12,6 +12,12 @@ type Message struct {
 	Flag       int32 // user flag, opaque to the broker
 	SysFlag    int32 // MessageSysFlag bits (compressed, transaction state, host families)
 	Properties map[string]string
+	// EncodedProperties, read only while Properties is nil, holds the
+	// properties in their encoded form (see DecodeProperties): a
+	// front-end hands over what a client sent without decoding it, and
+	// AppendStored writes it as it is. The accessors read either form;
+	// the setters decode it into Properties first (see LoadProperties).
+	EncodedProperties []byte
 
 	BornTimestamp  int64 // ms since the epoch, set by the producer
 	BornHost       netip.AddrPort

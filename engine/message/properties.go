@@ -67,6 +67,31 @@ func checkedPropertiesSize(p map[string]string) (int, error) {
 	return n, nil
 }
 
+// CheckEncodedProperties reports whether b is an encoded properties string
+// that AppendStored may write as it is: pairs of a non-empty name and a
+// value, each written name 0x01 value 0x02 (the last one included), and
+// at most MaxPropertiesSize bytes. An empty b holds no properties. Such a
+// string decodes to the same pairs by the rules of DecodeProperties, save
+// that a repeated name is kept twice (readers take the later value).
+// Errors wrap ErrInvalidProperty or ErrPropertiesTooLarge. It does not
+// allocate unless it fails.
+func CheckEncodedProperties(b []byte) error {
+	if len(b) > MaxPropertiesSize {
+		return fmt.Errorf("%w: %d bytes encoded, limit %d", ErrPropertiesTooLarge, len(b), MaxPropertiesSize)
+	}
+	if len(b) > 0 && b[len(b)-1] != propertySeparator {
+		return fmt.Errorf("%w: encoded properties do not end with 0x02", ErrInvalidProperty)
+	}
+	for at := 0; at < len(b); {
+		piece, rest := nextPiece(b[at:])
+		if _, _, ok := splitPair(piece); !ok {
+			return fmt.Errorf("%w: piece %q at byte %d is not a name and a value", ErrInvalidProperty, piece, at)
+		}
+		at = len(b) - len(rest)
+	}
+	return nil
+}
+
 func hasSeparator(s string) bool {
 	return strings.IndexByte(s, nameValueSeparator) >= 0 || strings.IndexByte(s, propertySeparator) >= 0
 }

@@ -1,6 +1,7 @@
 package message
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"strings"
@@ -180,6 +181,77 @@ func FuzzDecodeProperties(f *testing.F) {
 		}
 		if !maps.Equal(p, p2) {
 			t.Fatalf("re-encoded properties decode to %v, want %v", p2, p)
+		}
+	})
+}
+
+func TestCheckEncodedProperties(t *testing.T) {
+	tests := []struct {
+		in   string
+		want error
+	}{
+		{"", nil},
+		{"TAGS\x01a\x02", nil},
+		{"TAGS\x01a\x02KEYS\x01k1 k2\x02EMPTY\x01\x02", nil},
+		{"A\x011\x02A\x012\x02", nil}, // a repeated name: readers take the later value
+		{"TAGS\x01a", ErrInvalidProperty},
+		{"\x02", ErrInvalidProperty},
+		{"A\x011\x02\x02", ErrInvalidProperty},
+		{"A\x02", ErrInvalidProperty},
+		{"\x01v\x02", ErrInvalidProperty},
+		{"A\x011\x011\x02", ErrInvalidProperty},
+		{"K\x01" + strings.Repeat("v", MaxPropertiesSize) + "\x02", ErrPropertiesTooLarge},
+	}
+	for _, tt := range tests {
+		if err := CheckEncodedProperties([]byte(tt.in)); !errors.Is(err, tt.want) {
+			t.Errorf("CheckEncodedProperties(%q) = %v, want %v", tt.in, err, tt.want)
+		}
+	}
+}
+
+func FuzzCheckEncodedProperties(f *testing.F) {
+	f.Add([]byte("TAGS\x01tagA\x02KEYS\x01k1 k2\x02"))
+	f.Add([]byte("A\x011\x02A\x012\x02"))
+	f.Add([]byte("\x01\x02\x01\x01\x02"))
+	f.Add([]byte("a\x01b"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// The same rule, written another way: b ends with 0x02 and every
+		// piece before it is a non-empty name, one 0x01 and a value.
+		want := len(b) <= MaxPropertiesSize
+		if len(b) > 0 {
+			want = want && b[len(b)-1] == propertySeparator
+			for _, piece := range bytes.Split(b[:len(b)-1], []byte{propertySeparator}) {
+				name, value, found := bytes.Cut(piece, []byte{nameValueSeparator})
+				want = want && found && len(name) > 0 && !bytes.ContainsRune(value, nameValueSeparator)
+			}
+		}
+		err := CheckEncodedProperties(b)
+		if (err == nil) != want {
+			t.Fatalf("CheckEncodedProperties(%q) = %v, want ok %v", b, err, want)
+		}
+		if err != nil {
+			return
+		}
+		// Such a string is its pairs written in order, and decodes to
+		// them with later values winning.
+		p, _ := DecodeProperties(b)
+		var again []byte
+		for rest := b; len(rest) > 0; {
+			var k, v []byte
+			var ok bool
+			if k, v, rest, ok = NextProperty(rest); !ok {
+				t.Fatalf("%q: NextProperty found a piece that is not a pair", b)
+			}
+			if lv, _ := LookupProperty(b, string(k)); p[string(k)] != string(lv) {
+				t.Fatalf("%q: DecodeProperties has %q=%q, LookupProperty %q", b, k, p[string(k)], lv)
+			}
+			again = append(again, k...)
+			again = append(again, nameValueSeparator)
+			again = append(again, v...)
+			again = append(again, propertySeparator)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("%q: its pairs write %q", b, again)
 		}
 	})
 }

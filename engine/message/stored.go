@@ -121,7 +121,9 @@ func StoredSize(m *Message, propsLen int) int {
 
 // AppendStored appends the V1 stored record of m to dst and returns the
 // extended buffer. It writes TOTALSIZE and BODYCRC computed from m (not
-// m.StoreSize or m.BodyCRC), and m.SysFlag with SysFlagBornHostV6 and
+// m.StoreSize or m.BodyCRC), m.Properties encoded or, when it is nil,
+// m.EncodedProperties as they are (they must pass CheckEncodedProperties),
+// and m.SysFlag with SysFlagBornHostV6 and
 // SysFlagStoreHostV6 set from the host addresses: IPv4 and IPv4-mapped
 // addresses are written in the 4-byte form, an invalid address as 0.0.0.0.
 // m is not modified.
@@ -133,7 +135,7 @@ func AppendStored(dst []byte, m *Message) ([]byte, error) {
 	if len(m.Topic) > MaxTopicLength {
 		return dst, fmt.Errorf("%w: topic of %d bytes, limit %d", ErrInvalidName, len(m.Topic), MaxTopicLength)
 	}
-	propsLen, err := checkedPropertiesSize(m.Properties)
+	propsLen, err := storedPropertiesSize(m)
 	if err != nil {
 		return dst, err
 	}
@@ -171,7 +173,11 @@ func AppendStored(dst []byte, m *Message) ([]byte, error) {
 	dst = append(dst, byte(len(m.Topic)))
 	dst = append(dst, m.Topic...)
 	dst = be.AppendUint16(dst, uint16(propsLen))
-	dst = AppendProperties(dst, m.Properties)
+	if m.Properties == nil {
+		dst = append(dst, m.EncodedProperties...)
+	} else {
+		dst = AppendProperties(dst, m.Properties)
+	}
 
 	if n := len(dst) - start; n != size {
 		// Only possible if m.Properties changed between the two passes,
@@ -179,6 +185,19 @@ func AppendStored(dst []byte, m *Message) ([]byte, error) {
 		return dst[:start], fmt.Errorf("%w: wrote %d bytes, expected %d (properties changed during encoding)", ErrInvalidProperty, n, size)
 	}
 	return dst, nil
+}
+
+// storedPropertiesSize validates the properties AppendStored writes for m
+// (Properties, or EncodedProperties when that is nil) and returns their
+// encoded length.
+func storedPropertiesSize(m *Message) (int, error) {
+	if m.Properties == nil {
+		if err := CheckEncodedProperties(m.EncodedProperties); err != nil {
+			return 0, err
+		}
+		return len(m.EncodedProperties), nil
+	}
+	return checkedPropertiesSize(m.Properties)
 }
 
 func appendHost(dst []byte, a netip.AddrPort) []byte {

@@ -314,6 +314,12 @@ func TestAppendStoredErrors(t *testing.T) {
 		}, ErrPropertiesTooLarge},
 		{"separator in value", func(m *Message) { m.SetProperty("P", "a\x02b") }, ErrInvalidProperty},
 		{"empty property name", func(m *Message) { m.SetProperty("", "v") }, ErrInvalidProperty},
+		{"encoded properties without the final separator", func(m *Message) {
+			m.Properties, m.EncodedProperties = nil, []byte("A\x011")
+		}, ErrInvalidProperty},
+		{"encoded properties too large", func(m *Message) {
+			m.Properties, m.EncodedProperties = nil, []byte("P\x01"+strings.Repeat("v", MaxPropertiesSize)+"\x02")
+		}, ErrPropertiesTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -328,6 +334,39 @@ func TestAppendStoredErrors(t *testing.T) {
 				t.Errorf("dst changed to %q on error", got)
 			}
 		})
+	}
+}
+
+func TestAppendStoredEncodedProperties(t *testing.T) {
+	m := sampleMessage()
+	enc := []byte("TAGS\x01t\x02A\x011\x02A\x012\x02")
+	m.Properties, m.EncodedProperties = nil, enc
+	rec, err := AppendStored(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := PeekStored(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(h.Properties, enc) || int(h.TotalSize) != StoredSize(m, len(enc)) {
+		t.Fatalf("stored properties %q (record of %d bytes), want %q as they are", h.Properties, h.TotalSize, enc)
+	}
+	got, _, err := DecodeStored(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tags() != "t" || got.Property("A") != "2" || len(got.Properties) != 2 {
+		t.Fatalf("decoded properties %v", got.Properties)
+	}
+	// Properties, when set, win over the encoded form.
+	m.Properties = map[string]string{"B": "3"}
+	rec, err = AppendStored(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := PeekStored(rec); string(h.Properties) != "B\x013\x02" {
+		t.Fatalf("stored properties %q, want those of the map", h.Properties)
 	}
 }
 

@@ -104,22 +104,30 @@ func (b *Broker) autoCreate(ctx context.Context, h *wire.SendMessageRequestHeade
 	return b.ensureTopic(meta.Topic{Name: h.Topic, ReadQueues: n, WriteQueues: n, Perm: meta.PermRW})
 }
 
-// newMessage builds the message a send request carries.
+// newMessage builds the message a send request carries. Its properties
+// stay encoded, as the client sent them, with the CLUSTER property
+// appended: a later pair wins over an earlier one of the same name, as
+// decoding the string into a map would have it. The engine decodes them
+// only when it must.
 func (b *Broker) newMessage(c *server.Conn, h *wire.SendMessageRequestHeader, body []byte, props string) *message.Message {
-	p, _ := message.DecodeProperties([]byte(props))
-	if p == nil {
-		p = make(map[string]string, 1)
+	p := make([]byte, 0, len(props)+len(message.PropertyCluster)+len(b.opts.ClusterName)+3)
+	p = append(p, props...)
+	if len(p) > 0 && p[len(p)-1] != 2 {
+		p = append(p, 2) // end the last pair, as decoding would
 	}
-	p[message.PropertyCluster] = b.opts.ClusterName
+	p = append(p, message.PropertyCluster...)
+	p = append(p, 1)
+	p = append(p, b.opts.ClusterName...)
+	p = append(p, 2)
 	return &message.Message{
-		Topic:          h.Topic,
-		Body:           body,
-		Flag:           h.Flag,
-		SysFlag:        h.SysFlag,
-		Properties:     p,
-		BornTimestamp:  h.BornTimestamp,
-		BornHost:       bornHost(c),
-		ReconsumeTimes: h.ReconsumeTimes,
+		Topic:             h.Topic,
+		Body:              body,
+		Flag:              h.Flag,
+		SysFlag:           h.SysFlag,
+		EncodedProperties: p,
+		BornTimestamp:     h.BornTimestamp,
+		BornHost:          bornHost(c),
+		ReconsumeTimes:    h.ReconsumeTimes,
 	}
 }
 
@@ -131,6 +139,10 @@ func (b *Broker) prepareRetry(ctx context.Context, m *message.Message, group str
 	g, err := b.group(ctx, group)
 	if err != nil {
 		return 0, err
+	}
+	m.LoadProperties()
+	if m.Properties == nil {
+		m.Properties = make(map[string]string, 4)
 	}
 	max := g.Attempts() - 1
 	if h.MaxReconsumeTimes != nil {

@@ -315,3 +315,35 @@ func TestSendMessageV2(t *testing.T) {
 		t.Fatalf("pulled %+v", msgs)
 	}
 }
+
+// The properties of a send are stored as the client wrote them, with the
+// broker's CLUSTER after them (winning over one the client gave).
+func TestSendPropertiesStoredAsSent(t *testing.T) {
+	h := newHarness(t)
+	p := h.dial(nil)
+	for i, sent := range []string{
+		"TAGS\x01t\x02UNIQ_KEY\x01u1\x02CLUSTER\x01theirs\x02",
+		"TAGS\x01t\x02UNIQ_KEY\x01u1",         // no final separator
+		"TAGS\x01t\x02\x02UNIQ_KEY\x01u1\x02", // an empty piece, dropped as decoding drops it
+	} {
+		wantCode(t, invoke(t, p, request(wire.SendMessage, sendHeader("TopicP", 0, sent), []byte("x"))), wire.Success)
+		pr := h.pull(p, pullHeader("g", "TopicP", 0, int64(i)))
+		recs := records(t, pr.Body)
+		if len(recs) == 0 {
+			t.Fatalf("%q: nothing stored", sent)
+		}
+		m := recs[0]
+		if m.Tags() != "t" || m.UniqKey() != "u1" || m.Property(message.PropertyCluster) != DefaultClusterName || len(m.Properties) != 3 {
+			t.Fatalf("%q: stored properties %v", sent, m.Properties)
+		}
+		if i == 0 {
+			raw, err := message.PeekStored(pr.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := sent + "CLUSTER\x01" + DefaultClusterName + "\x02"; string(raw.Properties) != want {
+				t.Fatalf("stored %q, want %q", raw.Properties, want)
+			}
+		}
+	}
+}
