@@ -12,7 +12,8 @@
 // appends it to the commit log, which assigns its queue offset and
 // commit-log offset under one lock. A dispatcher goroutine follows the log
 // and indexes each record into its queue (and any light queues it names)
-// and into the key index; a pull reads the queue index and then the records
+// and into the key index, taking the appends of Options.DispatchDelay
+// together in one index batch; a pull reads the queue index and then the records
 // from the log, verifying each record's checksum. After a crash, Open
 // truncates a torn tail of the log and replays the log past the index's
 // checkpoint, so every acknowledged message becomes pullable again.

@@ -76,6 +76,12 @@ type Options struct {
 	// IndexCacheSize is the block cache of the queue and key index, in
 	// bytes. Default 256 MiB.
 	IndexCacheSize int64
+	// DispatchDelay is how long the dispatcher, woken by an append, waits
+	// for more before it indexes what was appended: consumers see a
+	// message up to this much later, and the index takes the records of
+	// that time in one batch instead of one at a time. Default
+	// DefaultDispatchDelay; negative means no wait.
+	DispatchDelay time.Duration
 
 	// DelayLevels are the delays of the DELAY property's levels 1..n.
 	// Default DefaultDelayLevels (RocketMQ's 18 levels, 1s to 2h).
@@ -127,6 +133,7 @@ const (
 	DefaultDiskRatio      = 0.75
 	DefaultRetentionEvery = time.Minute
 	DefaultTimerHorizon   = 72 * time.Hour
+	DefaultDispatchDelay  = 200 * time.Microsecond
 )
 
 // recordOverhead bounds the bytes a stored record needs besides its body:
@@ -174,6 +181,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.IndexCacheSize == 0 {
 		o.IndexCacheSize = 256 << 20
+	}
+	if o.DispatchDelay == 0 {
+		o.DispatchDelay = DefaultDispatchDelay
 	}
 	if len(o.DelayLevels) == 0 {
 		o.DelayLevels = DefaultDelayLevels

@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// The dispatcher waits DispatchDelay after an append before indexing; a
+// close cuts the wait short and indexes what was appended.
+func TestDispatchDelay(t *testing.T) {
+	dir := t.TempDir()
+	e := openTest(t, dir, &Options{DispatchDelay: time.Hour})
+	mustTopic(t, e, "T", 1)
+	ctx := context.Background()
+	if _, err := e.Send(ctx, newMsg("T", "a")); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := e.WaitDispatched(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitDispatched during the delay: %v, want a timeout", err)
+	}
+	start := time.Now()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	e = openTest(t, dir, &Options{DispatchDelay: -1})
+	defer e.Close()
+	if got := pullAll(t, e, "T", 0, 0, nil); len(got) != 1 || string(got[0].Body) != "a" {
+		t.Fatalf("after reopening: %v", got)
+	}
+	if _, err := e.Send(ctx, newMsg("T", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := pullAll(t, e, "T", 0, 0, nil); len(got) != 2 {
+		t.Fatalf("without a delay: %d messages", len(got))
+	}
+}
