@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,22 +95,18 @@ func (g *Generator) produce(ctx context.Context, w bench.Workload, queues []Queu
 // per message.
 type sender struct {
 	cmd    wire.Command
+	h      wire.SendMessageRequestHeader // cmd's header, encoded from here
 	queues []Queue
-	qids   []string // queueId values, by index into queues
 	next   int
 	props  []byte // "UNIQ_KEY\x01" + 32 hex digits + "\x02"
 	seqAt  int    // where the counter's 16 hex digits start in props
 	seq    uint64
-	bornMs int64
 }
 
 const uniqKeyPrefix = "UNIQ_KEY\x01"
 
 func newSender(group, topic string, body []byte, queues []Queue, id int) *sender {
 	s := &sender{queues: queues, next: id % len(queues)}
-	for _, q := range queues {
-		s.qids = append(s.qids, strconv.Itoa(int(q.ID)))
-	}
 	// The first 16 hex digits identify the producer, the last 16 count
 	// its messages: unique within and across runs.
 	var idb [8]byte
@@ -122,7 +117,7 @@ func newSender(group, topic string, body []byte, queues []Queue, id int) *sender
 	s.props = append(s.props, "0000000000000000\x02"...)
 
 	q := queues[s.next]
-	h := wire.SendMessageRequestHeader{
+	s.h = wire.SendMessageRequestHeader{
 		ProducerGroup:         group,
 		Topic:                 topic,
 		DefaultTopic:          templateTopic,
@@ -133,7 +128,11 @@ func newSender(group, topic string, body []byte, queues []Queue, id int) *sender
 		MaxReconsumeTimes:     new(int32),
 		BrokerName:            q.Broker,
 	}
-	s.cmd = *newRequest(wire.SendMessage, &h)
+	// The header is encoded from s.h whenever the command is sent (the
+	// same JSON as from the map, without building and sorting one).
+	s.cmd = *wire.NewRequest(wire.SendMessage, nil)
+	s.cmd.Version = goClientVersion
+	s.cmd.SetHeader(&s.h)
 	s.cmd.Body = body
 	return s
 }
@@ -147,13 +146,9 @@ func (s *sender) prepare(now time.Time) Queue {
 		s.next = 0
 	}
 	q := s.queues[i]
-	ext := s.cmd.ExtFields
-	ext["queueId"] = s.qids[i]
-	ext["bname"] = q.Broker
-	if ms := now.UnixMilli(); ms != s.bornMs {
-		s.bornMs = ms
-		ext["bornTimestamp"] = strconv.FormatInt(ms, 10)
-	}
+	s.h.QueueID = q.ID
+	s.h.BrokerName = q.Broker
+	s.h.BornTimestamp = now.UnixMilli()
 	s.seq++
 	const digits = "0123456789ABCDEF"
 	v := s.seq
@@ -161,7 +156,7 @@ func (s *sender) prepare(now time.Time) Queue {
 		s.props[k] = digits[v&0xF]
 		v >>= 4
 	}
-	ext["properties"] = string(s.props)
+	s.h.Properties = string(s.props)
 	return q
 }
 

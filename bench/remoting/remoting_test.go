@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/karmanmq/karman/bench"
 	"github.com/karmanmq/karman/bench/internal/karmantest"
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
 func TestPhases(t *testing.T) {
@@ -108,9 +110,21 @@ func TestSenderKeysAreUnique(t *testing.T) {
 		if want := qs[(1+i)%3]; q != want {
 			t.Fatalf("message %d went to %v, want %v", i, q, want)
 		}
-		p := s.cmd.ExtFields["properties"]
+		// Read the request as it goes out.
+		frame, err := s.cmd.AppendTo(nil, wire.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent, err := wire.DecodeFrame(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := sent.ExtFields["properties"]
 		if !strings.HasPrefix(p, uniqKeyPrefix) || len(p) != len(uniqKeyPrefix)+33 || seen[p] {
 			t.Fatalf("message %d: properties %q", i, p)
+		}
+		if qid := sent.ExtFields["queueId"]; qid != strconv.Itoa(int(q.ID)) || sent.ExtFields["bname"] != q.Broker {
+			t.Fatalf("message %d for queue %v: queueId %q, bname %q", i, q, qid, sent.ExtFields["bname"])
 		}
 		seen[p] = true
 	}

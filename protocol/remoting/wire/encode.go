@@ -189,6 +189,19 @@ func appendIntField(dst []byte, start int, key string, v int64) []byte {
 	return append(dst, '"')
 }
 
+// appendBoolField is appendField for "true" or "false"; key must need no
+// escaping.
+func appendBoolField(dst []byte, start int, key string, v bool) []byte {
+	if len(dst) > start {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, '"')
+	dst = append(dst, key...)
+	dst = append(dst, `":"`...)
+	dst = strconv.AppendBool(dst, v)
+	return append(dst, '"')
+}
+
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string. Quotes, backslashes and all

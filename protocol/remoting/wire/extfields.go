@@ -35,10 +35,11 @@ type jsonFieldsAppender interface {
 
 // SetHeader makes h's fields the command's extFields without building
 // the map, for a command that is sent as is (a response a handler
-// returns): AppendTo encodes them straight from h. It applies to the
-// headers of send and pull responses on a command without ExtFields;
-// otherwise it is EncodeHeader. h must not change until the command is
-// encoded; ExtFields stays nil until LoadExtFields.
+// returns, a send request): AppendTo encodes them straight from h. It
+// applies to the headers of send requests and of send and pull responses
+// on a command without ExtFields; otherwise it is EncodeHeader. h must
+// not change until the command is encoded; ExtFields stays nil until
+// LoadExtFields.
 func (c *Command) SetHeader(h Header) {
 	if a, ok := h.(jsonFieldsAppender); ok && c.ExtFields == nil && c.hdr == nil {
 		c.hdr = a

@@ -140,10 +140,22 @@ func TestSetHeader(t *testing.T) {
 		return string(b)
 	}
 	num := func() int64 { return rnd.Int64N(1<<40) - 1<<39 }
+	sendRequest := func() *SendMessageRequestHeader {
+		h := &SendMessageRequestHeader{ProducerGroup: "g" + str(), Topic: "t" + str(), DefaultTopic: str(),
+			DefaultTopicQueueNums: int32(num()), QueueID: int32(num()), SysFlag: int32(num()), BornTimestamp: num(),
+			Flag: int32(num()), Properties: str(), ReconsumeTimes: int32(num()), UnitMode: rnd.IntN(2) == 0,
+			Batch: rnd.IntN(2) == 0, BrokerName: str()}
+		if rnd.IntN(2) == 0 {
+			h.MaxReconsumeTimes = new(int32(num()))
+		}
+		return h
+	}
 	for range 500 {
 		for _, h := range []Header{
 			&SendMessageResponseHeader{MsgID: str(), QueueID: int32(num()), QueueOffset: num(), TransactionID: str(), BatchUniqID: str(), MsgRegion: str(), TraceOn: str()},
 			&PullMessageResponseHeader{SuggestWhichBrokerID: num(), NextBeginOffset: num(), MinOffset: num(), MaxOffset: num()},
+			sendRequest(),
+			&SendMessageRequestHeaderV2{*sendRequest()},
 		} {
 			for _, typ := range []SerializeType{JSON, RocketMQ} {
 				eager := &Command{Code: 0, Flag: FlagResponse, Opaque: 7, Body: []byte("b")}

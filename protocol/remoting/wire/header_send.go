@@ -88,6 +88,28 @@ func (h *SendMessageRequestHeader) encode(ext map[string]string, n *sendNames) {
 	putOpt(ext, n.brokerName, h.BrokerName)
 }
 
+// appendJSONFields implements jsonFieldsAppender with the V1 names: the
+// fields EncodeFields writes, in key order.
+func (h *SendMessageRequestHeader) appendJSONFields(dst []byte) []byte {
+	n := len(dst)
+	dst = appendBoolField(dst, n, "batch", h.Batch)
+	dst = appendOptField(dst, n, "bname", h.BrokerName)
+	dst = appendIntField(dst, n, "bornTimestamp", h.BornTimestamp)
+	dst = appendField(dst, n, "defaultTopic", h.DefaultTopic)
+	dst = appendIntField(dst, n, "defaultTopicQueueNums", int64(h.DefaultTopicQueueNums))
+	dst = appendIntField(dst, n, "flag", int64(h.Flag))
+	if h.MaxReconsumeTimes != nil {
+		dst = appendIntField(dst, n, "maxReconsumeTimes", int64(*h.MaxReconsumeTimes))
+	}
+	dst = appendField(dst, n, "producerGroup", h.ProducerGroup)
+	dst = appendField(dst, n, "properties", h.Properties)
+	dst = appendIntField(dst, n, "queueId", int64(h.QueueID))
+	dst = appendIntField(dst, n, "reconsumeTimes", int64(h.ReconsumeTimes))
+	dst = appendIntField(dst, n, "sysFlag", int64(h.SysFlag))
+	dst = appendField(dst, n, "topic", h.Topic)
+	return appendBoolField(dst, n, "unitMode", h.UnitMode)
+}
+
 // SendMessageRequestHeaderV2 encodes a SendMessageRequestHeader with the
 // one-letter names of SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE. Decoding
 // accepts either naming.
@@ -98,6 +120,27 @@ type SendMessageRequestHeaderV2 struct {
 // EncodeFields implements Header with the V2 names "a" to "n".
 func (h *SendMessageRequestHeaderV2) EncodeFields(ext map[string]string) {
 	h.encode(ext, &sendV2Names)
+}
+
+// appendJSONFields implements jsonFieldsAppender with the V2 names.
+func (h *SendMessageRequestHeaderV2) appendJSONFields(dst []byte) []byte {
+	n := len(dst)
+	dst = appendField(dst, n, "a", h.ProducerGroup)
+	dst = appendField(dst, n, "b", h.Topic)
+	dst = appendField(dst, n, "c", h.DefaultTopic)
+	dst = appendIntField(dst, n, "d", int64(h.DefaultTopicQueueNums))
+	dst = appendIntField(dst, n, "e", int64(h.QueueID))
+	dst = appendIntField(dst, n, "f", int64(h.SysFlag))
+	dst = appendIntField(dst, n, "g", h.BornTimestamp)
+	dst = appendIntField(dst, n, "h", int64(h.Flag))
+	dst = appendField(dst, n, "i", h.Properties)
+	dst = appendIntField(dst, n, "j", int64(h.ReconsumeTimes))
+	dst = appendBoolField(dst, n, "k", h.UnitMode)
+	if h.MaxReconsumeTimes != nil {
+		dst = appendIntField(dst, n, "l", int64(*h.MaxReconsumeTimes))
+	}
+	dst = appendBoolField(dst, n, "m", h.Batch)
+	return appendOptField(dst, n, "n", h.BrokerName)
 }
 
 // SendMessageResponseHeader is the header of a successful send response.
