@@ -344,11 +344,30 @@ func (s *jsonScanner) scanExtFields(pairs []extPair, collect bool) ([]extPair, e
 	}
 }
 
+// plainByte holds the bytes that a JSON string may hold as they are and
+// that need no second look: printable ASCII but the quote and the
+// backslash.
+var plainByte = func() (t [256]bool) {
+	for b := 0x20; b < 0x80; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+// skipPlain returns the position of the first byte of d at or after i
+// that is not a plain byte, or len(d).
+func skipPlain(d []byte, i int) int {
+	for i < len(d) && plainByte[d[i]] {
+		i++
+	}
+	return i
+}
+
 // skipString checks the JSON string at s.pos as readString would, without
 // decoding it.
 func (s *jsonScanner) skipString() error {
 	d := s.data
-	for i := s.pos + 1; i < len(d); i++ {
+	for i := skipPlain(d, s.pos+1); i < len(d); i++ {
 		switch b := d[i]; {
 		case b == '"':
 			s.pos = i + 1
@@ -452,8 +471,13 @@ func (s *jsonScanner) readString() ([]byte, error) {
 	}
 	d := s.data
 	start := s.pos + 1
+	i := skipPlain(d, start)
+	if i < len(d) && d[i] == '"' {
+		s.pos = i + 1
+		return d[start:i], nil
+	}
 	ascii := true
-	for i := start; i < len(d); i++ {
+	for ; i < len(d); i++ {
 		switch b := d[i]; {
 		case b == '"':
 			raw := d[start:i]
