@@ -6,15 +6,16 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/protocol/grpc/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
 // serveForTest opens an engine with eo in a temporary directory, serves a
-// Server with so on a grpc.Server bound to a loopback port (so's Endpoint
-// defaults to that port), and dials it. Everything is stopped when the
-// test ends: the client, the server, the grpc.Server (gracefully, for at
-// most 5 s), then the engine.
+// Server with so on its transport bound to a loopback port (so's Endpoint
+// defaults to that port), and dials it with grpc-go. Everything is
+// stopped when the test ends: the client, the server, the transport
+// (gracefully, for at most 5 s), then the engine.
 func serveForTest(t testing.TB, eo engine.Options, so Options) (*engine.Engine, *Server, *grpc.ClientConn, *net.TCPAddr) {
 	t.Helper()
 	eng, err := engine.Open(t.TempDir(), &eo)
@@ -32,8 +33,7 @@ func serveForTest(t testing.TB, eo engine.Options, so Options) (*engine.Engine, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
+	g := srv.NewTransport()
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func serveForTest(t testing.TB, eo engine.Options, so Options) (*engine.Engine, 
 			t.Error("graceful stop took more than 5s")
 			g.Stop()
 		}
-		if err := <-served; err != nil {
+		if err := <-served; err != nil && err != transport.ErrServerStopped {
 			t.Errorf("serve: %v", err)
 		}
 		if err := eng.Close(); err != nil {

@@ -13,9 +13,9 @@ func TestTransportDefaults(t *testing.T) {
 		window, connWindow int32
 		grpcOptions        int // one more with stream workers
 	}{
-		{Options{}, DefaultStreamWorkers, DefaultWindowSize, DefaultConnWindowSize, 6},
-		{Options{StreamWorkers: -1, WindowSize: 1000, ConnWindowSize: 2 << 20}, -1, minWindowSize, 2 << 20, 5},
-		{Options{StreamWorkers: 3, WindowSize: 128 << 10}, 3, 128 << 10, DefaultConnWindowSize, 6},
+		{Options{}, DefaultStreamWorkers, DefaultWindowSize, DefaultConnWindowSize, 7},
+		{Options{StreamWorkers: -1, WindowSize: 1000, ConnWindowSize: 2 << 20}, -1, minWindowSize, 2 << 20, 6},
+		{Options{StreamWorkers: 3, WindowSize: 128 << 10}, 3, 128 << 10, DefaultConnWindowSize, 7},
 	}
 	for i, c := range cases {
 		o := c.in
@@ -30,8 +30,12 @@ func TestTransportDefaults(t *testing.T) {
 		if n := len(srv.ServerOptions()); n != c.grpcOptions {
 			t.Errorf("case %d: %d server options, want %d", i, n, c.grpcOptions)
 		}
-		// The options build a server.
+		// The options build a server, of either kind.
 		grpc.NewServer(srv.ServerOptions()...).Stop()
+		if to := srv.TransportOptions(); to.Workers != c.workers || to.WindowSize != c.window || to.ConnWindowSize != c.connWindow || to.Codec == nil || to.UnaryInterceptor == nil || to.StreamInterceptor == nil {
+			t.Errorf("case %d: transport options %+v", i, to)
+		}
+		srv.NewTransport().Stop()
 		srv.Close()
 	}
 }

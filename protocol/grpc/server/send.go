@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
+	"github.com/karmanmq/karman/protocol/grpc/transport"
 	"google.golang.org/grpc/peer"
 )
 
@@ -34,12 +36,29 @@ func (s *Server) SendMessage(ctx context.Context, req *rmqpb.SendMessageRequest)
 	if len(msgs) == 0 {
 		return &rmqpb.SendMessageResponse{Status: statusOf(badRequest("SendMessage carries no messages"))}, nil
 	}
+	s.detachIfWaiting(ctx, msgs)
 	born := peerAddrPort(ctx)
 	entries := make([]*rmqpb.SendResultEntry, len(msgs))
 	for i, m := range msgs {
 		entries[i] = s.sendOne(ctx, m, born)
 	}
 	return &rmqpb.SendMessageResponse{Status: overallStatus(entries), Entries: entries}, nil
+}
+
+// detachIfWaiting lets the connection's other calls go on (the call runs
+// on its reader) when the send will wait: for the disk with FlushSync,
+// or to create a topic that does not exist yet.
+func (s *Server) detachIfWaiting(ctx context.Context, msgs []*rmqpb.Message) {
+	if s.eng.FlushMode() == engine.FlushSync {
+		transport.Detach(ctx)
+		return
+	}
+	for _, m := range msgs {
+		if _, err := s.eng.Topic(m.GetTopic().GetName()); err != nil {
+			transport.Detach(ctx)
+			return
+		}
+	}
 }
 
 // sendOne stores one message.

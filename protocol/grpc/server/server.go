@@ -15,6 +15,7 @@ import (
 	"github.com/karmanmq/karman/engine/registry"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"github.com/karmanmq/karman/protocol/grpc/session"
+	"github.com/karmanmq/karman/protocol/grpc/transport"
 	"google.golang.org/grpc"
 )
 
@@ -172,10 +173,54 @@ func endpointOf(hostport string) (*rmqpb.Endpoints, error) {
 // minWindowSize is HTTP/2's default window, the smallest gRPC takes.
 const minWindowSize = 64 << 10
 
-// ServerOptions returns the grpc.ServerOptions the service needs: the
+// NewTransport returns the server to serve the service with: a
+// transport.Server with this service registered and TransportOptions.
+// Serve it on a listener; stop it before calling Close.
+func (s *Server) NewTransport() *transport.Server {
+	t := transport.NewServer(s.TransportOptions())
+	s.Register(t)
+	return t
+}
+
+// TransportOptions returns the transport.Options the service needs: the
 // interceptors that tie each call to its client session, the codec that
 // sends messages encoded straight from stored records (codec.go), and
-// the transport settings of Options (stream workers, fixed windows).
+// the settings of Options (workers, windows, the largest request).
+func (s *Server) TransportOptions() transport.Options {
+	return transport.Options{
+		Codec:             newCodec(),
+		UnaryInterceptor:  s.unaryInterceptor,
+		StreamInterceptor: s.streamInterceptor,
+		WindowSize:        s.opts.WindowSize,
+		ConnWindowSize:    s.opts.ConnWindowSize,
+		MaxRecvMsgSize:    s.maxRequestSize(),
+		Inline:            inlineCall,
+		Workers:           s.opts.StreamWorkers,
+		Logger:            s.log,
+	}
+}
+
+// inlineCall names the calls that run on their connection's reader:
+// the frequent ones that do not wait, or detach first (SendMessage).
+func inlineCall(fullMethod string) bool {
+	switch fullMethod {
+	case rmqpb.MessagingService_SendMessage_FullMethodName,
+		rmqpb.MessagingService_AckMessage_FullMethodName,
+		rmqpb.MessagingService_ChangeInvisibleDuration_FullMethodName:
+		return true
+	}
+	return false
+}
+
+// maxRequestSize is the largest request accepted: a body of MaxBodySize
+// with room for its properties, so that a larger body is answered with
+// MESSAGE_BODY_TOO_LARGE rather than cut off by the transport.
+func (s *Server) maxRequestSize() int { return s.opts.MaxBodySize + 1<<20 }
+
+// ServerOptions returns the same settings as TransportOptions for a
+// grpc.Server, for programs that serve the service on their own
+// grpc.Server: the interceptors, the codec, the windows, the stream
+// workers and the largest request.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
@@ -183,6 +228,7 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 		grpc.ForceServerCodecV2(newCodec()),
 		grpc.InitialWindowSize(s.opts.WindowSize),
 		grpc.InitialConnWindowSize(s.opts.ConnWindowSize),
+		grpc.MaxRecvMsgSize(s.maxRequestSize()),
 	}
 	if s.opts.StreamWorkers > 0 {
 		opts = append(opts, grpc.NumStreamWorkers(uint32(s.opts.StreamWorkers)))
@@ -191,7 +237,7 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 }
 
 // Register adds the service to g, which must have been built with
-// ServerOptions.
+// ServerOptions (a grpc.Server) or TransportOptions (a transport.Server).
 func (s *Server) Register(g grpc.ServiceRegistrar) {
 	rmqpb.RegisterMessagingServiceServer(g, s)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
 	brokerfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"
 	"github.com/karmanmq/karman/protocol/grpc/server"
+	"github.com/karmanmq/karman/protocol/grpc/transport"
 	"github.com/spf13/pflag"
-	"google.golang.org/grpc"
 )
 
 // Name and DefaultAddr of the front-end.
@@ -72,8 +72,7 @@ func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) err
 	if err != nil {
 		return nil, err
 	}
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
+	g := srv.NewTransport()
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("grpc: %w", err)
 	}
@@ -93,7 +92,7 @@ func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) err
 			<-stopped
 		}
 		wg.Wait()
-		if serr := <-serveErr; serr != nil && !errors.Is(serr, grpc.ErrServerStopped) {
+		if serr := <-serveErr; serr != nil && !errors.Is(serr, transport.ErrServerStopped) {
 			errs = append(errs, serr)
 		}
 		return errors.Join(errs...)

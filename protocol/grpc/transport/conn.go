@@ -1,0 +1,476 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc/peer"
+)
+
+// maxWindow is the largest flow-control window HTTP/2 allows.
+const maxWindow = 1<<31 - 1
+
+// readBufferSize is the size of a connection's read buffer.
+const readBufferSize = 32 << 10
+
+// conn is one client connection: its reader runs in serve, its writer in
+// writeLoop.
+type conn struct {
+	srv  *Server
+	nc   net.Conn
+	opts *Options
+
+	// ctx carries the peer and ends when the connection closes; every
+	// call's context derives from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	streams   map[uint32]*stream
+	lastID    uint32 // highest stream id a client opened
+	goingAway bool   // GOAWAY sent: no new calls
+	closed    bool
+
+	wmu          sync.Mutex
+	wbuf, spare  []byte // queued bytes; the writer swaps them
+	henc         *hpack.Encoder
+	hbuf         bytes.Buffer
+	sendWin      int64 // what the client lets the server send on the connection
+	peerInitWin  int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerMaxFrame int
+	wclosed      bool
+	writing      bool       // a goroutine is writing what it took from wbuf
+	winCond      *sync.Cond // on wmu: windows grew, a stream ended, or wclosed
+	kick         chan struct{}
+	writerDone   chan struct{}
+
+	// Used by the reader only.
+	br          *bufio.Reader
+	fr          *http2.Framer
+	recvWin     int64 // what the client may still send on the connection
+	recvUnacked int64 // received since the last connection WINDOW_UPDATE
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		srv:          s,
+		nc:           nc,
+		opts:         &s.opts,
+		streams:      make(map[uint32]*stream),
+		sendWin:      minWindowSize,
+		peerInitWin:  minWindowSize,
+		peerMaxFrame: 16384,
+		kick:         make(chan struct{}, 1),
+		writerDone:   make(chan struct{}),
+		recvWin:      int64(s.opts.ConnWindowSize),
+	}
+	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()})
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.winCond = sync.NewCond(&c.wmu)
+	c.br = bufio.NewReaderSize(nc, readBufferSize)
+	c.fr = http2.NewFramer(nil, c.br)
+	c.fr.SetReuseFrames()
+	c.fr.SetMaxReadFrameSize(16384)
+	c.fr.MaxHeaderListSize = s.opts.MaxHeaderListSize
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	return c
+}
+
+// serve runs the connection until it closes.
+func (c *conn) serve() {
+	go c.writeLoop()
+	if err := c.handshake(); err != nil {
+		c.end(err)
+		return
+	}
+	c.read()
+}
+
+// read reads the connection until it ends, unless a call running on this
+// goroutine detaches it (Detach): another goroutine then reads on.
+func (c *conn) read() {
+	if err := c.readLoop(); err != errDetached {
+		c.end(err)
+	}
+}
+
+// errDetached ends the read loop of a goroutine whose inline call was
+// detached: another goroutine reads the connection now.
+var errDetached = errors.New("transport: reading continues on another goroutine")
+
+// end closes the connection after its reader stopped with err.
+func (c *conn) end(err error) {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.opts.Logger.Debug("grpc connection closed", "remote", c.nc.RemoteAddr().String(), "err", err)
+	}
+	c.close()
+	<-c.writerDone
+	c.nc.Close()
+	c.srv.connEnded(c)
+}
+
+// handshake reads the client's preface and queues the server's SETTINGS
+// and the connection window.
+func (c *conn) handshake() error {
+	c.nc.SetReadDeadline(time.Now().Add(c.opts.HandshakeTimeout))
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c.br, preface); err != nil {
+		return fmt.Errorf("reading the HTTP/2 preface: %w", err)
+	}
+	if string(preface) != http2.ClientPreface {
+		return errors.New("not an HTTP/2 client preface (gRPC needs HTTP/2 with prior knowledge)")
+	}
+	c.nc.SetReadDeadline(time.Time{})
+	c.queue(func(b []byte) []byte {
+		b = appendSettings(b,
+			http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.opts.MaxConcurrentStreams},
+			http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(c.opts.WindowSize)},
+			http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.opts.MaxHeaderListSize},
+		)
+		if extra := c.opts.ConnWindowSize - minWindowSize; extra > 0 {
+			b = appendWindowUpdate(b, 0, uint32(extra))
+		}
+		return b
+	})
+	return nil
+}
+
+// readLoop reads and handles frames until the connection fails or ends.
+func (c *conn) readLoop() error {
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			var se http2.StreamError
+			if errors.As(err, &se) {
+				c.resetStream(se.StreamID, se.Code)
+				continue
+			}
+			var ce http2.ConnectionError
+			if errors.As(err, &ce) {
+				return c.connError(http2.ErrCode(ce), err.Error())
+			}
+			if errors.Is(err, http2.ErrFrameTooLarge) {
+				return c.connError(http2.ErrCodeFrameSize, err.Error())
+			}
+			return err
+		}
+		if err := c.handleFrame(f); err != nil {
+			return err
+		}
+		if c.br.Buffered() == 0 {
+			c.flushFromReader() // before the reader blocks for more
+		}
+	}
+}
+
+// connError tells the client why the connection ends (GOAWAY) and
+// returns the error that ends it.
+func (c *conn) connError(code http2.ErrCode, why string) error {
+	c.mu.Lock()
+	last := c.lastID
+	c.mu.Unlock()
+	c.queue(func(b []byte) []byte { return appendGoAway(b, last, code, why) })
+	return fmt.Errorf("connection error %v: %s", code, why)
+}
+
+func (c *conn) handleFrame(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.MetaHeadersFrame:
+		return c.onHeaders(f)
+	case *http2.DataFrame:
+		return c.onData(f)
+	case *http2.SettingsFrame:
+		return c.onSettings(f)
+	case *http2.WindowUpdateFrame:
+		return c.onWindowUpdate(f)
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			data := f.Data
+			c.queue(func(b []byte) []byte { return appendPingAck(b, data) })
+		}
+	case *http2.RSTStreamFrame:
+		if st := c.removeStream(f.StreamID); st != nil {
+			st.abort(errResetByClient(f.ErrCode))
+		}
+	case *http2.GoAwayFrame:
+		// The client opens no new call; those open run to their end.
+	case *http2.PushPromiseFrame:
+		return c.connError(http2.ErrCodeProtocol, "clients must not push")
+	}
+	// PRIORITY and unknown frame types are ignored, as RFC 9113 asks.
+	return nil
+}
+
+// onSettings applies the client's SETTINGS and acknowledges them.
+func (c *conn) onSettings(f *http2.SettingsFrame) error {
+	if f.IsAck() {
+		return nil
+	}
+	var connErr error
+	c.mu.Lock()
+	c.wmu.Lock()
+	f.ForeachSetting(func(s http2.Setting) error {
+		switch s.ID {
+		case http2.SettingInitialWindowSize:
+			delta := int64(s.Val) - c.peerInitWin
+			c.peerInitWin = int64(s.Val)
+			for _, st := range c.streams {
+				st.sendWin += delta
+				if st.sendWin > maxWindow {
+					connErr = errors.New("a stream's window overflows")
+				}
+			}
+		case http2.SettingMaxFrameSize:
+			c.peerMaxFrame = int(s.Val)
+		case http2.SettingHeaderTableSize:
+			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
+		}
+		return nil
+	})
+	c.winCond.Broadcast()
+	c.wmu.Unlock()
+	c.mu.Unlock()
+	if connErr != nil {
+		return c.connError(http2.ErrCodeFlowControl, connErr.Error())
+	}
+	c.queue(appendSettingsAck)
+	return nil
+}
+
+// onWindowUpdate grows a send window.
+func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	if f.StreamID == 0 {
+		c.wmu.Lock()
+		c.sendWin += int64(f.Increment)
+		over := c.sendWin > maxWindow
+		c.winCond.Broadcast()
+		c.wmu.Unlock()
+		if over {
+			return c.connError(http2.ErrCodeFlowControl, "connection window overflows")
+		}
+		return nil
+	}
+	c.mu.Lock()
+	st := c.streams[f.StreamID]
+	c.mu.Unlock()
+	if st == nil {
+		return nil // a stream that ended; updates may still be on the way
+	}
+	c.wmu.Lock()
+	st.sendWin += int64(f.Increment)
+	over := st.sendWin > maxWindow
+	c.winCond.Broadcast()
+	c.wmu.Unlock()
+	if over {
+		c.resetStream(f.StreamID, http2.ErrCodeFlowControl)
+	}
+	return nil
+}
+
+// onData credits the connection window and hands the data to its stream.
+func (c *conn) onData(f *http2.DataFrame) error {
+	n := int64(f.Header().Length)
+	c.recvWin -= n
+	if c.recvWin < 0 {
+		return c.connError(http2.ErrCodeFlowControl, "data beyond the connection window")
+	}
+	c.recvUnacked += n
+	if c.recvUnacked >= int64(c.opts.ConnWindowSize)/4 {
+		incr := c.recvUnacked
+		c.recvUnacked = 0
+		c.recvWin += incr
+		c.queue(func(b []byte) []byte { return appendWindowUpdate(b, 0, uint32(incr)) })
+	}
+	c.mu.Lock()
+	st := c.streams[f.StreamID]
+	idle := f.StreamID > c.lastID
+	c.mu.Unlock()
+	if st == nil {
+		if idle {
+			return c.connError(http2.ErrCodeProtocol, "data on a stream never opened")
+		}
+		return nil // a stream that ended or was reset: drop what is in flight
+	}
+	return st.onData(f.Data(), n, f.StreamEnded())
+}
+
+// resetStream ends a stream with RST_STREAM.
+func (c *conn) resetStream(id uint32, code http2.ErrCode) {
+	if st := c.removeStream(id); st != nil {
+		st.abort(fmt.Errorf("stream reset by the server: %v", code))
+	}
+	c.queue(func(b []byte) []byte { return appendRSTStream(b, id, code) })
+}
+
+// removeStream takes a stream out of the table, closing the connection
+// if it was the last one after GOAWAY.
+func (c *conn) removeStream(id uint32) *stream {
+	c.mu.Lock()
+	st := c.streams[id]
+	delete(c.streams, id)
+	drained := c.goingAway && len(c.streams) == 0
+	c.mu.Unlock()
+	if drained {
+		c.close()
+	}
+	return st
+}
+
+// goAway stops new calls and closes the connection once the open ones end.
+func (c *conn) goAway() {
+	c.mu.Lock()
+	if c.goingAway {
+		c.mu.Unlock()
+		return
+	}
+	c.goingAway = true
+	last := c.lastID
+	drained := len(c.streams) == 0
+	c.mu.Unlock()
+	c.queue(func(b []byte) []byte { return appendGoAway(b, last, http2.ErrCodeNo, "server shutting down") })
+	if drained {
+		c.close()
+	}
+}
+
+// close ends the connection: calls see their context end, senders wake,
+// and the writer sends what is queued, then closes the socket.
+func (c *conn) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.nc.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+	c.wmu.Lock()
+	c.wclosed = true
+	c.winCond.Broadcast()
+	c.wmu.Unlock()
+	c.kickWriter()
+}
+
+// queue appends frames to the write buffer and wakes the writer; it
+// does nothing once the connection is closed.
+func (c *conn) queue(appendFn func([]byte) []byte) {
+	c.wmu.Lock()
+	if c.wclosed {
+		c.wmu.Unlock()
+		return
+	}
+	c.wbuf = appendFn(c.wbuf)
+	c.wmu.Unlock()
+	c.kickWriter()
+}
+
+func (c *conn) kickWriter() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// closeWriteTimeout bounds the last write of a closing connection.
+const closeWriteTimeout = time.Second
+
+// writeLoop writes what is queued, everything queued since the last
+// write in one system call, until the connection closes. The reader
+// writes too, when it has nothing more to read (flushFromReader); one
+// goroutine writes at a time.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	for range c.kick {
+		for {
+			buf, closing, ok := c.takeWrite()
+			if !ok {
+				break // the reader is writing and kicks when done
+			}
+			if len(buf) == 0 {
+				c.doneWrite(buf)
+				if closing {
+					c.nc.Close() // wakes the reader
+					return
+				}
+				break
+			}
+			_, err := c.nc.Write(buf)
+			more := c.doneWrite(buf)
+			if err != nil {
+				c.close()
+				c.nc.Close()
+				return
+			}
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+// takeWrite takes what is queued for writing, unless another goroutine
+// is writing (ok false).
+func (c *conn) takeWrite() (buf []byte, closing, ok bool) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.writing {
+		return nil, false, false
+	}
+	buf = c.wbuf
+	c.wbuf = c.spare[:0]
+	c.spare = nil
+	c.writing = true
+	return buf, c.wclosed, true
+}
+
+// doneWrite hands back a written buffer and reports whether more is
+// queued (or the connection closing).
+func (c *conn) doneWrite(buf []byte) (more bool) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.writing = false
+	if cap(buf) <= maxSpareBuffer {
+		c.spare = buf[:0]
+	}
+	return len(c.wbuf) > 0 || c.wclosed
+}
+
+// flushFromReader writes what is queued on the reader's goroutine, which
+// has read everything that arrived: the answers of the calls it ran
+// inline leave without waking the writer.
+func (c *conn) flushFromReader() {
+	c.wmu.Lock()
+	idle := !c.writing && len(c.wbuf) > 0 && !c.wclosed
+	c.wmu.Unlock()
+	if !idle {
+		return
+	}
+	buf, _, ok := c.takeWrite()
+	if !ok {
+		return
+	}
+	_, err := c.nc.Write(buf)
+	more := c.doneWrite(buf)
+	if err != nil {
+		c.close()
+		c.nc.Close()
+		return
+	}
+	if more {
+		c.kickWriter()
+	}
+}
+
+// maxSpareBuffer is the largest write buffer kept for reuse.
+const maxSpareBuffer = 1 << 20
