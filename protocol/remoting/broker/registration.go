@@ -38,6 +38,9 @@ func (b *Broker) TopicsChanged() <-chan struct{} { return b.topicsChanged }
 // noteTopic records that topic exists and signals TopicsChanged when it
 // was not known yet. It is cheap enough to call after every send.
 func (b *Broker) noteTopic(topic string) {
+	if _, known := b.known.Load(topic); known {
+		return // without LoadOrStore's copy of the key
+	}
 	if _, loaded := b.known.LoadOrStore(topic, struct{}{}); !loaded {
 		b.signalTopics()
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
@@ -40,7 +41,9 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	if h.Topic == message.TopicAutoCreate {
 		return errorResponse(req, fmt.Errorf("%w: %s is the template of auto-created topics", errReservedTopic, h.Topic))
 	}
-	m := b.newMessage(c, &h, req.Body, h.Properties)
+	m := messages.Get().(*message.Message)
+	defer putMessage(m)
+	b.fillMessage(m, c, &h, req.Body, h.Properties)
 	queue := h.QueueID
 	if queue < 0 {
 		queue = engine.AnyQueue
@@ -104,13 +107,35 @@ func (b *Broker) autoCreate(ctx context.Context, h *wire.SendMessageRequestHeade
 	return b.ensureTopic(meta.Topic{Name: h.Topic, ReadQueues: n, WriteQueues: n, Perm: meta.PermRW})
 }
 
-// newMessage builds the message a send request carries. Its properties
-// stay encoded, as the client sent them, with the CLUSTER property
-// appended: a later pair wins over an earlier one of the same name, as
-// decoding the string into a map would have it. The engine decodes them
-// only when it must.
+// messages recycles the messages of single sends: the engine keeps
+// nothing of a message once it is stored.
+var messages = sync.Pool{New: func() any { return new(message.Message) }}
+
+// putMessage returns m to messages, keeping the memory of its encoded
+// properties.
+func putMessage(m *message.Message) {
+	p := m.EncodedProperties[:0]
+	if cap(p) > 4<<10 {
+		p = nil
+	}
+	*m = message.Message{EncodedProperties: p}
+	messages.Put(m)
+}
+
+// newMessage builds the message a send request carries; see fillMessage.
 func (b *Broker) newMessage(c *server.Conn, h *wire.SendMessageRequestHeader, body []byte, props string) *message.Message {
-	p := make([]byte, 0, len(props)+len(message.PropertyCluster)+len(b.opts.ClusterName)+3)
+	m := new(message.Message)
+	b.fillMessage(m, c, h, body, props)
+	return m
+}
+
+// fillMessage sets m to the message a send request carries, reusing the
+// memory of m.EncodedProperties. Its properties stay encoded, as the
+// client sent them, with the CLUSTER property appended: a later pair wins
+// over an earlier one of the same name, as decoding the string into a
+// map would have it. The engine decodes them only when it must.
+func (b *Broker) fillMessage(m *message.Message, c *server.Conn, h *wire.SendMessageRequestHeader, body []byte, props string) {
+	p := m.EncodedProperties[:0]
 	p = append(p, props...)
 	if len(p) > 0 && p[len(p)-1] != 2 {
 		p = append(p, 2) // end the last pair, as decoding would
@@ -119,7 +144,7 @@ func (b *Broker) newMessage(c *server.Conn, h *wire.SendMessageRequestHeader, bo
 	p = append(p, 1)
 	p = append(p, b.opts.ClusterName...)
 	p = append(p, 2)
-	return &message.Message{
+	*m = message.Message{
 		Topic:             h.Topic,
 		Body:              body,
 		Flag:              h.Flag,

@@ -19,6 +19,9 @@ type Reader struct {
 	opts  DecodeOptions
 	hdr   [4]byte
 	spare atomic.Pointer[[]byte] // a frame handed back by Recycle
+	// holder is an unused *[]byte for Recycle to hand a frame back in,
+	// so that recycling does not allocate one.
+	holder atomic.Pointer[[]byte]
 }
 
 // NewReader returns a Reader that buffers r and decodes with opts.
@@ -46,6 +49,8 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 	var buf []byte
 	if sp := r.spare.Swap(nil); sp != nil && cap(*sp) >= int(n) {
 		buf = (*sp)[:n]
+		*sp = nil
+		r.holder.Store(sp)
 	} else {
 		buf = make([]byte, n)
 	}
@@ -87,7 +92,11 @@ func (r *Reader) Recycle(c *Command) {
 	if c.frame == nil || cap(c.frame) > maxRecycled {
 		return
 	}
-	b := c.frame[:0]
+	p := r.holder.Swap(nil)
+	if p == nil {
+		p = new([]byte)
+	}
+	*p = c.frame[:0]
 	c.frame, c.Body, c.ext = nil, nil, nil
-	r.spare.Store(&b)
+	r.spare.Store(p)
 }
