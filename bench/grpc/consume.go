@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/karmanmq/karman/bench/latency"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"golang.org/x/sync/errgroup"
-	grpclib "google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -92,7 +90,6 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 	}
 	for _, r := range rs {
 		grp.Go(func() (err error) {
-			mctx := r.c.ctx(gctx)
 			var pending chan error // the acknowledgement in flight
 			defer func() {
 				if pending != nil {
@@ -107,7 +104,7 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 			for turn := 0; got.Load() < w.Count; {
 				a := r.acks[turn%2]
 				t0 := time.Now()
-				if err := g.receiveOnce(mctx, r.c, req, a); err != nil {
+				if err := g.receiveOnce(gctx, r.c, req, a); err != nil {
 					return err
 				}
 				r.hist.Record(time.Since(t0))
@@ -131,7 +128,7 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 				}
 				pending = make(chan error, 1)
 				go func(done chan<- error) {
-					err := g.ack(mctx, r.c, a)
+					err := g.ack(gctx, r.c, a)
 					if err == nil {
 						acked(a.entries)
 					}
@@ -161,43 +158,24 @@ func (g *Generator) receive(ctx context.Context, w bench.Workload) (bench.Measur
 	return bench.Measurement{Messages: got.Load(), Elapsed: elapsed, Latency: &h, Retries: retries.Load(), Consumers: receivers}, nil
 }
 
-// receiveDesc describes the ReceiveMessage stream.
-var receiveDesc = &grpclib.StreamDesc{StreamName: "ReceiveMessage", ServerStreams: true}
-
 // receiveOnce runs one ReceiveMessage with the encoded request req,
 // leaving in ack the acknowledgement of what it delivered and its status.
-// ctx carries the connection's metadata.
 func (g *Generator) receiveOnce(ctx context.Context, c *conn, req *encoded, ack *ackBuilder) error {
 	rctx, cancel := context.WithTimeout(ctx, g.o.RequestTimeout+pollTime)
 	defer cancel()
 	ack.reset()
-	stream, err := c.cc.NewStream(rctx, receiveDesc, rmqpb.MessagingService_ReceiveMessage_FullMethodName)
-	if err != nil {
+	if err := c.ch.serverStream(rctx, rmqpb.MessagingService_ReceiveMessage_FullMethodName, req, ack); err != nil {
 		return fmt.Errorf("grpc bench: receive: %w", err)
 	}
-	if err := stream.SendMsg(req); err != nil {
-		return fmt.Errorf("grpc bench: receive: %w", err)
-	}
-	if err := stream.CloseSend(); err != nil {
-		return fmt.Errorf("grpc bench: receive: %w", err)
-	}
-	for {
-		if err := stream.RecvMsg(ack); err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return fmt.Errorf("grpc bench: receive: %w", err)
-		}
-	}
+	return nil
 }
 
-// ack sends the acknowledgement a receive built. ctx carries the
-// connection's metadata.
+// ack sends the acknowledgement a receive built.
 func (g *Generator) ack(ctx context.Context, c *conn, a *ackBuilder) error {
 	actx, cancel := context.WithTimeout(ctx, g.o.RequestTimeout)
 	defer cancel()
 	resp := reply{entryStatus: fieldAckEntryStatus}
-	if err := c.cc.Invoke(actx, rmqpb.MessagingService_AckMessage_FullMethodName, a.request(), &resp); err != nil {
+	if err := c.ch.invoke(actx, rmqpb.MessagingService_AckMessage_FullMethodName, a.request(), &resp); err != nil {
 		return fmt.Errorf("grpc bench: ack: %w", err)
 	}
 	return resp.err("ack")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	grpclib "google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	protobuf "google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -49,6 +51,9 @@ type Options struct {
 	Queues int32
 	// RequestTimeout bounds every request. Default 30 s.
 	RequestTimeout time.Duration
+	// Client is the gRPC client the generator speaks with: ClientKarman
+	// (the default) or ClientGRPCGo.
+	Client string
 }
 
 // Generator drives a RocketMQ 5 gRPC endpoint. It implements
@@ -67,6 +72,13 @@ func New(o Options) (*Generator, error) {
 	if o.Connections < 0 {
 		return nil, fmt.Errorf("grpc bench: connections %d: want 0 (one each) or more", o.Connections)
 	}
+	switch o.Client {
+	case "":
+		o.Client = ClientKarman
+	case ClientKarman, ClientGRPCGo:
+	default:
+		return nil, fmt.Errorf("grpc bench: client %q: want %s or %s", o.Client, ClientKarman, ClientGRPCGo)
+	}
 	if o.ConsumerGroup == "" {
 		o.ConsumerGroup = DefaultConsumerGroup
 	}
@@ -82,29 +94,98 @@ func New(o Options) (*Generator, error) {
 // Close releases nothing: connections live for one phase.
 func (g *Generator) Close() error { return nil }
 
+// Clients the generator can speak with (Options.Client).
+const (
+	// ClientKarman is the generator's own HTTP/2 client (h2.go).
+	ClientKarman = "karman"
+	// ClientGRPCGo is grpc-go's ClientConn.
+	ClientGRPCGo = "grpc-go"
+)
+
+// channel carries the calls of one client connection.
+type channel interface {
+	// invoke makes a unary call, scanning the answer into resp.
+	invoke(ctx context.Context, method string, req *encoded, resp scanner) error
+	// serverStream makes a server-streaming call, scanning every answer
+	// into resp.
+	serverStream(ctx context.Context, method string, req *encoded, resp scanner) error
+	// telemetry opens the telemetry stream with first as its first
+	// message and scans the server's first answer into resp; the stream
+	// stays open until the channel closes.
+	telemetry(ctx context.Context, first *encoded, resp scanner) error
+	close()
+}
+
 // conn is one client connection: its own client id, telemetry stream and
 // settings, as a RocketMQ 5 client has.
-type conn struct {
-	cc     *grpclib.ClientConn
-	rpc    rmqpb.MessagingServiceClient
-	md     metadata.MD
-	cancel context.CancelFunc // ends the telemetry stream
-}
+type conn struct{ ch channel }
 
-// ctx returns a request context carrying the connection's metadata.
-func (c *conn) ctx(ctx context.Context) context.Context {
-	return metadata.NewOutgoingContext(ctx, c.md)
-}
-
-func (c *conn) close() {
-	c.cancel()
-	c.cc.Close()
-}
+func (c *conn) close() { c.ch.close() }
 
 // dial opens a connection as client number i and declares settings on its
 // telemetry stream, returning once the server has answered them.
 func (g *Generator) dial(ctx context.Context, i int, settings *rmqpb.Settings) (*conn, error) {
-	cc, err := grpclib.NewClient(g.o.Addr,
+	host, _ := os.Hostname()
+	md := metadata.Pairs(
+		"x-mq-client-id", fmt.Sprintf("%s@%d@%d@%s", host, os.Getpid(), i, g.run),
+		"x-mq-protocol", "v2",
+		"x-mq-language", "GOLANG",
+		"x-mq-client-version", "karman-bench",
+	)
+	var ch channel
+	var err error
+	if g.o.Client == ClientGRPCGo {
+		ch, err = dialGRPCGo(g.o.Addr, md)
+	} else {
+		ch, err = dialH2(ctx, g.o.Addr, md)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{ch: ch}
+	if err := c.declare(ctx, settings); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// declare sends settings on the telemetry stream and waits for the
+// server's settings.
+func (c *conn) declare(ctx context.Context, settings *rmqpb.Settings) error {
+	first, err := encode(&rmqpb.TelemetryCommand{Command: &rmqpb.TelemetryCommand_Settings{Settings: settings}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, settingsWait)
+	defer cancel()
+	var cmd rmqpb.TelemetryCommand
+	if err := c.ch.telemetry(ctx, first, protoReply{&cmd}); err != nil {
+		return fmt.Errorf("grpc bench: telemetry: %w", err)
+	}
+	switch {
+	case cmd.GetSettings() == nil:
+		return fmt.Errorf("grpc bench: telemetry: first command is not settings: %v", &cmd)
+	case cmd.GetStatus() != nil && cmd.GetStatus().GetCode() != rmqpb.Code_OK:
+		return fmt.Errorf("grpc bench: telemetry: settings refused: %v", cmd.GetStatus())
+	}
+	return nil
+}
+
+// protoReply scans an answer by decoding it into a protocol buffer.
+type protoReply struct{ m protobuf.Message }
+
+func (r protoReply) scan(b []byte) error { return protobuf.Unmarshal(b, r.m) }
+
+// grpcGoChannel is a channel on grpc-go's ClientConn.
+type grpcGoChannel struct {
+	cc     *grpclib.ClientConn
+	md     metadata.MD
+	cancel context.CancelFunc // ends the telemetry stream
+}
+
+func dialGRPCGo(addr string, md metadata.MD) (*grpcGoChannel, error) {
+	cc, err := grpclib.NewClient(addr,
 		grpclib.WithTransportCredentials(insecure.NewCredentials()),
 		grpclib.WithDefaultCallOptions(grpclib.ForceCodecV2(newCodec())),
 		// Fixed windows, as the server has: no bandwidth-estimating ping
@@ -115,66 +196,63 @@ func (g *Generator) dial(ctx context.Context, i int, settings *rmqpb.Settings) (
 	if err != nil {
 		return nil, fmt.Errorf("grpc bench: %w", err)
 	}
-	host, _ := os.Hostname()
-	c := &conn{
-		cc:  cc,
-		rpc: rmqpb.NewMessagingServiceClient(cc),
-		md: metadata.Pairs(
-			"x-mq-client-id", fmt.Sprintf("%s@%d@%d@%s", host, os.Getpid(), i, g.run),
-			"x-mq-protocol", "v2",
-			"x-mq-language", "GOLANG",
-			"x-mq-client-version", "karman-bench",
-		),
-	}
-	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.cancel = cancel
-	if err := c.declare(tctx, settings); err != nil {
-		c.close()
-		return nil, err
-	}
-	return c, nil
+	return &grpcGoChannel{cc: cc, md: md, cancel: func() {}}, nil
 }
 
-// declare opens the telemetry stream, sends settings and waits for the
-// server's settings. The stream stays open until the connection closes.
-func (c *conn) declare(ctx context.Context, settings *rmqpb.Settings) error {
-	stream, err := c.rpc.Telemetry(c.ctx(ctx))
+func (c *grpcGoChannel) invoke(ctx context.Context, method string, req *encoded, resp scanner) error {
+	return c.cc.Invoke(metadata.NewOutgoingContext(ctx, c.md), method, req, resp)
+}
+
+func (c *grpcGoChannel) serverStream(ctx context.Context, method string, req *encoded, resp scanner) error {
+	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ctx, c.md))
+	defer cancel()
+	stream, err := c.cc.NewStream(ctx, &grpclib.StreamDesc{ServerStreams: true}, method)
 	if err != nil {
-		return fmt.Errorf("grpc bench: telemetry: %w", err)
+		return err
 	}
-	if err := stream.Send(&rmqpb.TelemetryCommand{Command: &rmqpb.TelemetryCommand_Settings{Settings: settings}}); err != nil {
-		return fmt.Errorf("grpc bench: telemetry: %w", err)
+	if err := stream.SendMsg(req); err != nil {
+		return err
+	}
+	if err := stream.CloseSend(); err != nil {
+		return err
+	}
+	for {
+		if err := stream.RecvMsg(resp); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func (c *grpcGoChannel) telemetry(ctx context.Context, first *encoded, resp scanner) error {
+	sctx, cancel := context.WithCancel(metadata.NewOutgoingContext(context.Background(), c.md))
+	c.cancel = cancel
+	stream, err := c.cc.NewStream(sctx, &grpclib.StreamDesc{ServerStreams: true, ClientStreams: true}, rmqpb.MessagingService_Telemetry_FullMethodName)
+	if err != nil {
+		return err
+	}
+	if err := stream.SendMsg(first); err != nil {
+		return err
 	}
 	got := make(chan error, 1)
 	go func() {
-		for first := true; ; first = false {
-			cmd, err := stream.Recv()
-			if first {
-				switch {
-				case err != nil:
-					got <- err
-				case cmd.GetSettings() == nil:
-					got <- fmt.Errorf("first command is not settings: %v", cmd)
-				case cmd.GetStatus() != nil && cmd.GetStatus().GetCode() != rmqpb.Code_OK:
-					got <- fmt.Errorf("settings refused: %v", cmd.GetStatus())
-				default:
-					got <- nil
-				}
-			}
-			if err != nil {
-				return
-			}
+		got <- stream.RecvMsg(resp)
+		for stream.RecvMsg(protoReply{new(rmqpb.TelemetryCommand)}) == nil {
 		}
 	}()
 	select {
 	case err := <-got:
-		if err != nil {
-			return fmt.Errorf("grpc bench: telemetry: %w", err)
-		}
-		return nil
-	case <-time.After(settingsWait):
-		return errors.New("grpc bench: telemetry: the server did not answer the client's settings")
+		return err
+	case <-ctx.Done():
+		return errors.New("the server did not answer the client's settings")
 	}
+}
+
+func (c *grpcGoChannel) close() {
+	c.cancel()
+	c.cc.Close()
 }
 
 // pool is the connections of one phase.
@@ -246,8 +324,12 @@ func consumerSettings(group, topic string) *rmqpb.Settings {
 func (g *Generator) queryRoute(ctx context.Context, c *conn, topic string) ([]*rmqpb.MessageQueue, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.o.RequestTimeout)
 	defer cancel()
-	resp, err := c.rpc.QueryRoute(c.ctx(ctx), &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: topic}})
+	req, err := encode(&rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: topic}})
 	if err != nil {
+		return nil, err
+	}
+	var resp rmqpb.QueryRouteResponse
+	if err := c.ch.invoke(ctx, rmqpb.MessagingService_QueryRoute_FullMethodName, req, protoReply{&resp}); err != nil {
 		return nil, fmt.Errorf("grpc bench: route of %s: %w", topic, err)
 	}
 	if code := resp.GetStatus().GetCode(); code != rmqpb.Code_OK {

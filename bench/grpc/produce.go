@@ -123,13 +123,12 @@ func (s *sender) prepare(now time.Time) *encoded {
 // many were acknowledged and how many requests were repeated.
 func (s *sender) run(ctx context.Context, timeout time.Duration) (acked, retries int64, err error) {
 	resp := reply{entryStatus: fieldSendEntryStatus}
-	mctx := s.c.ctx(ctx)
 	for s.p.left.Add(-1) >= 0 {
 		start := time.Now()
 		req := s.prepare(start)
 		for {
-			rctx, cancel := context.WithTimeout(mctx, timeout)
-			err := s.c.cc.Invoke(rctx, rmqpb.MessagingService_SendMessage_FullMethodName, req, &resp)
+			rctx, cancel := context.WithTimeout(ctx, timeout)
+			err := s.c.ch.invoke(rctx, rmqpb.MessagingService_SendMessage_FullMethodName, req, &resp)
 			cancel()
 			if err != nil {
 				return acked, retries, fmt.Errorf("grpc bench: send: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"github.com/karmanmq/karman/protocol/grpc/session"
+	"github.com/karmanmq/karman/protocol/grpc/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -206,6 +207,7 @@ func (s *Server) deliver(ctx context.Context, stream grpc.ServerStreamingServer[
 			Status: &rmqpb.Status{Code: rmqpb.Code_MESSAGE_NOT_FOUND, Message: "no message visible"},
 		}})
 	}
+	transport.Cork(ctx) // the status and the messages leave in one write, with the trailers
 	err := stream.Send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Status{Status: okStatus()}})
 	var e encoded
 	for i, f := range frames {

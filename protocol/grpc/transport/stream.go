@@ -33,6 +33,7 @@ type stream struct {
 	// Used by the goroutine running the call.
 	inline   bool // the call runs on the connection's reader
 	detached bool // Detach handed reading to another goroutine
+	corked   bool // Cork holds back the writer
 
 	mu         sync.Mutex
 	msgs       []inMsg // received, not yet read by the handler
@@ -218,11 +219,9 @@ func (st *stream) onData(data []byte, n int64, end bool) error {
 // reading the connection, so its other calls go on. Calls that run on
 // their own goroutine need not call it; for them it does nothing.
 func Detach(ctx context.Context) {
-	ts, ok := grpc.ServerTransportStreamFromContext(ctx).(*transportStream)
-	if !ok {
-		return
+	if st := streamOf(ctx); st != nil {
+		st.detach()
 	}
-	(*stream)(ts).detach()
 }
 
 // detach hands reading to another goroutine if the call runs on the
@@ -688,8 +687,38 @@ func (st *stream) SendMsg(m any) error {
 	}
 	err = st.writeMessageLocked(payload)
 	c.wmu.Unlock()
-	c.kickWriter()
+	if !st.corked {
+		c.kickWriter()
+	}
 	return err
+}
+
+// Cork holds back the messages a streaming call sends until Uncork or
+// the end of the call, so that messages sent in a row (and the call's
+// status after them) leave in one write instead of one each. The call's
+// goroutine must call Uncork before it waits for anything. Outside a call
+// of this package's server it does nothing.
+func Cork(ctx context.Context) {
+	if st := streamOf(ctx); st != nil {
+		st.corked = true
+	}
+}
+
+// Uncork lets what Cork held back go out.
+func Uncork(ctx context.Context) {
+	if st := streamOf(ctx); st != nil && st.corked {
+		st.corked = false
+		st.c.kickWriter()
+	}
+}
+
+// streamOf returns the call of ctx, if this package's server runs it.
+func streamOf(ctx context.Context) *stream {
+	ts, ok := grpc.ServerTransportStreamFromContext(ctx).(*transportStream)
+	if !ok {
+		return nil
+	}
+	return (*stream)(ts)
 }
 
 // RecvMsg receives the next message of a streaming call into m; io.EOF

@@ -67,7 +67,10 @@ func (s *testService) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) 
 	return resp, nil
 }
 
+// StreamingOutputCall corks its messages (transport.Cork): they leave
+// together, except where flow control makes them wait for the client.
 func (s *testService) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
+	transport.Cork(stream.Context())
 	for _, p := range req.ResponseParameters {
 		if err := stream.Send(&testpb.StreamingOutputCallResponse{Payload: payload(p.Size)}); err != nil {
 			return err

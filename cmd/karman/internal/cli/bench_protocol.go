@@ -91,9 +91,10 @@ in-process Karman (engine, name server and broker on loopback ports, data
 in --data or a temporary directory, flushing as --flush says) is started.
 
 --protocol grpc speaks RocketMQ 5 gRPC to the endpoint at --addr (or to the
-in-process Karman's), with Karman's generated stubs: one message per
-SendMessage, and for consuming ReceiveMessage of --batch messages each
-acknowledged with one AckMessage.
+in-process Karman's): one message per SendMessage, and for consuming
+ReceiveMessage of --batch messages each acknowledged with one AckMessage.
+--client chooses the client: "karman" (a lean HTTP/2 client of the load
+generator's own) or "grpc-go".
 
 --peer adds systems measured with the same work in the same run, in this
 order: "remoting" (with --protocol grpc: the same in-process Karman driven
@@ -126,7 +127,7 @@ and phase: a table, or JSON with --json:
 	f.IntVar(&b.w.Batch, "batch", bench.DefaultBatch, "messages per pull request")
 	f.IntVar(&b.w.Consumers, "consumers", 0, "pullers (default one per queue)")
 	f.Int32Var(&b.queues, "queues", remoting.DefaultQueues, "queues of the topic when the bench creates it")
-	f.StringVar(&b.client, "client", "karman", "remoting client: karman or rocketmq")
+	f.StringVar(&b.client, "client", "karman", "client: karman or rocketmq with --protocol remoting, karman or grpc-go with --protocol grpc")
 	f.IntVar(&b.connections, "connections", 0, "connections (per broker) shared by the producers or pullers of both systems (default one each)")
 	f.StringVar(&b.peer, "peer", "", "also measure these in the same run, separated by commas: remoting (with --protocol grpc), nats")
 	f.StringVar(&b.w.Flush, "flush", "async", "flush policy of the in-process servers: async or sync")
@@ -142,8 +143,12 @@ func (b *protocolBench) check() error {
 	if b.protocol != "remoting" && b.protocol != "grpc" {
 		return fmt.Errorf("bench: --protocol %q: want remoting or grpc", b.protocol)
 	}
-	if b.client != "karman" && b.client != "rocketmq" {
+	switch {
+	case b.client == "karman":
+	case b.protocol == "remoting" && b.client != "rocketmq":
 		return fmt.Errorf("bench: --client %q: want karman or rocketmq", b.client)
+	case b.protocol == "grpc" && b.client != "grpc-go":
+		return fmt.Errorf("bench: --client %q: want karman or grpc-go with --protocol grpc", b.client)
 	}
 	for _, p := range b.peers() {
 		switch {
@@ -239,13 +244,18 @@ func (b *protocolBench) profile(gen bench.Generator, path, protocol string) benc
 }
 
 // remotingTarget is Karman driven over remoting through the name server at
-// nameServer, with the client --client names.
+// nameServer, with the client --client names (Karman's own when remoting
+// is the peer of --protocol grpc).
 func (b *protocolBench) remotingTarget(ctx context.Context, nameServer string) (bench.Target, io.Closer, error) {
 	var (
 		gen    bench.Generator
 		closer io.Closer
 	)
-	switch b.client {
+	client := b.client
+	if b.protocol != "remoting" {
+		client = "karman"
+	}
+	switch client {
 	case "karman":
 		g, err := remoting.New(ctx, remoting.Options{NameServer: nameServer, Connections: b.connections, Queues: b.queues})
 		if err != nil {
@@ -263,16 +273,16 @@ func (b *protocolBench) remotingTarget(ctx context.Context, nameServer string) (
 	if path != "" && b.protocol != "remoting" {
 		path += ".remoting"
 	}
-	return bench.Target{System: "karman", Client: b.client, Protocol: "remoting", Generator: b.profile(gen, path, "remoting")}, closer, nil
+	return bench.Target{System: "karman", Client: client, Protocol: "remoting", Generator: b.profile(gen, path, "remoting")}, closer, nil
 }
 
 // grpcTarget is Karman driven over gRPC at endpoint.
 func (b *protocolBench) grpcTarget(endpoint string) (bench.Target, io.Closer, error) {
-	g, err := grpcbench.New(grpcbench.Options{Addr: endpoint, Connections: b.connections, Queues: b.queues})
+	g, err := grpcbench.New(grpcbench.Options{Addr: endpoint, Connections: b.connections, Queues: b.queues, Client: b.client})
 	if err != nil {
 		return bench.Target{}, nil, err
 	}
-	return bench.Target{System: "karman", Client: "karman", Protocol: "grpc", Generator: b.profile(g, b.cpuprofile, "grpc")}, g, nil
+	return bench.Target{System: "karman", Client: b.client, Protocol: "grpc", Generator: b.profile(g, b.cpuprofile, "grpc")}, g, nil
 }
 
 // flagLine renders every flag as --name=value.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,6 +84,8 @@ func TestBenchProtocolGRPC(t *testing.T) {
 	}{
 		{[]string{"produce", "--count", "400", "--producers", "4", "--size", "512"}, bench.PhaseProduce},
 		{[]string{"consume", "--count", "400", "--producers", "2", "--size", "512", "--queues", "4"}, bench.PhaseConsume},
+		{[]string{"produce", "--count", "400", "--producers", "4", "--size", "512", "--client", "grpc-go"}, bench.PhaseProduce},
+		{[]string{"consume", "--count", "400", "--producers", "2", "--size", "512", "--queues", "4", "--client", "grpc-go"}, bench.PhaseConsume},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			out, err := runBench(t, append(tc.args, "--protocol", "grpc", "--peer", "remoting", "--json", "--data", t.TempDir())...)
@@ -100,6 +103,13 @@ func TestBenchProtocolGRPC(t *testing.T) {
 				}
 				if r.System != "karman" || r.Protocol != protocol || r.Phase != tc.phase || r.Count != 400 || r.Size != 512 || r.MsgsPerSec <= 0 || r.P99us <= 0 {
 					t.Errorf("line %d: %s", i, lines[i])
+				}
+				wantClient := "karman"
+				if protocol == "grpc" && slices.Contains(tc.args, "grpc-go") {
+					wantClient = "grpc-go"
+				}
+				if r.Client != wantClient {
+					t.Errorf("line %d: client %q, want %q", i, r.Client, wantClient)
 				}
 			}
 		})
