@@ -367,6 +367,11 @@ func (e *Engine) checkTransactions() error {
 }
 
 func (e *Engine) checkOne(off, now int64) error {
+	if e.txnChecks.Resolving(off, e.disp.pos.Load()) {
+		// Decided: the index still lists it until the dispatcher takes
+		// the decision's record (Options.DispatchDelay).
+		return nil
+	}
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
 	half, herr := e.readHalf(s, off)

@@ -174,6 +174,18 @@ func (c *Checks) BeginResolve(off, indexed int64) bool {
 	return true
 }
 
+// Resolving reports whether a decision for off is under way, or was
+// recorded at or after indexed (the dispatcher's position): the index may
+// still list the half message as pending, but it must not be checked.
+func (c *Checks) Resolving(off, indexed int64) bool {
+	sh := c.shard(off)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.forget(indexed)
+	_, busy := sh.resolving[off]
+	return busy
+}
+
 // forget drops the decisions recorded below indexed, oldest first: the
 // index answers for them now. It stops at the first one not indexed yet,
 // so a decision recorded out of log order may be kept a little longer,

@@ -279,3 +279,26 @@ func TestKeyLayout(t *testing.T) {
 		t.Fatalf("key = %x, want %x", got, want)
 	}
 }
+
+func TestResolving(t *testing.T) {
+	c := NewChecks()
+	if c.Resolving(10, 0) {
+		t.Fatal("a half message nobody decided is resolving")
+	}
+	c.BeginResolve(10, 0)
+	if !c.Resolving(10, 1<<40) {
+		t.Fatal("a decision under way is not resolving")
+	}
+	c.EndResolve(10, 500)
+	if !c.Resolving(10, 500) {
+		t.Fatal("a decision recorded at 500 is not resolving while the index is at 500")
+	}
+	if c.Resolving(10, 501) {
+		t.Fatal("a decision the index took is still resolving")
+	}
+	c.BeginResolve(11, 0)
+	c.EndResolve(11, -1)
+	if c.Resolving(11, 0) {
+		t.Fatal("a failed decision is resolving")
+	}
+}
