@@ -3,6 +3,7 @@ package commitlog
 import (
 	"encoding/binary"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -147,5 +148,49 @@ func BenchmarkScan(b *testing.B) {
 		if _, err := l.Scan(0, fn); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAppendSyncPaced models synchronous protocol producers in
+// FlushSync mode: 16 goroutines each append a 1 KiB record and then pause
+// before the next, as a producer does for the network round trip between
+// its acknowledgement and its next message (100 to 400 µs, a different
+// pause each time). The producers come back from a sync a little apart,
+// so the flusher decides how many of them a sync covers
+// (appends/flush).
+func BenchmarkAppendSyncPaced(b *testing.B) {
+	const producers = 16
+	var flushes atomic.Int64
+	l := benchLog(b, Options{Flush: FlushSync, hooks: &testHooks{synced: func(int64) { flushes.Add(1) }}})
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := flushes.Load()
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs := [][]byte{payload(p, 1024)}
+			var offs [1]int64
+			x := uint32(p)*2654435761 + 1
+			for left.Add(-1) >= 0 {
+				if err := l.Append(recs, nil, offs[:]); err != nil {
+					b.Error(err)
+					return
+				}
+				x ^= x << 13
+				x ^= x >> 17
+				x ^= x << 5
+				time.Sleep(100*time.Microsecond + time.Duration(x%300)*time.Microsecond)
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	if n := flushes.Load() - start; n > 0 {
+		b.ReportMetric(float64(b.N)/float64(n), "appends/flush")
 	}
 }

@@ -115,9 +115,13 @@
 // writes the checkpoint. With FlushSync Append returns only after an msync
 // covering the batch has completed (group commit): appenders wait, one
 // flusher goroutine syncs everything written so far and wakes every appender
-// it covered, so concurrent appenders share a sync. The checkpoint is then
-// written at most once per FlushInterval; recovery simply scans a little
-// further. A failed sync is permanent: it is returned to the waiting
+// it covered, so concurrent appenders share a sync. Before a sync the
+// flusher may wait a little for more appenders: for as many as the last
+// sync covered plus those that arrived while it ran, at most as long as that
+// sync took (2 ms at most), so that appenders who come back from a sync a
+// little apart, as producers with a round trip between two messages do,
+// share the next one. The checkpoint is then written at most once per
+// FlushInterval; recovery simply scans a little further. A failed sync is permanent: it is returned to the waiting
 // appenders and to every later Append.
 //
 // # Concurrency

@@ -27,9 +27,18 @@ func (l *Log) flush(force bool) error {
 	if err := l.failure(); err != nil {
 		return err
 	}
+	// Every appender counted in arrived wrote its records before it
+	// counted itself, so before end is loaded: the sync covers them.
+	arrived := l.arrivals.Load()
 	from, to := l.flushed.Load(), l.end.Load()
-	if to > from {
+	if to <= from {
+		l.covered = arrived
+	} else {
+		start := time.Now()
 		err := l.syncRange(from, to)
+		l.lastSync = time.Since(start)
+		l.lastGroup, l.lastLate = arrived-l.covered, l.arrivals.Load()-arrived
+		l.covered = arrived
 		if err == nil {
 			if h := l.opts.hooks; h != nil && h.synced != nil {
 				h.synced(to)
@@ -43,8 +52,11 @@ func (l *Log) flush(force bool) error {
 		} else {
 			l.flushed.Store(to)
 		}
-		l.flushCond.Broadcast()
 		l.flushMu.Unlock()
+		// Woken after the unlock, the appenders do not find the mutex
+		// held. None can miss the wake-up: each that saw an older state
+		// queued itself for it (flushCond.Wait) before unlocking.
+		l.flushCond.Broadcast()
 		if err != nil {
 			l.logger.Error("commitlog: flush failed; no more appends are accepted", "err", err)
 			return err
@@ -94,9 +106,11 @@ func (l *Log) waitFlushed(end int64) error {
 	if l.flushed.Load() >= end {
 		return nil
 	}
-	select {
-	case l.kick <- struct{}{}:
-	default: // a flush is already requested; it will cover end
+	if l.arrivals.Add(1) >= l.gatherUntil.Load() {
+		select {
+		case l.kick <- struct{}{}:
+		default: // a flush is already requested; it will cover end
+		}
 	}
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -118,14 +132,75 @@ func (l *Log) flushLoop() {
 	defer l.background.Done()
 	t := time.NewTicker(l.opts.FlushInterval)
 	defer t.Stop()
+	gt := time.NewTimer(time.Hour)
+	gt.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
 		case <-l.kick:
+			if !l.gather(gt) {
+				return
+			}
 			l.flush(false)
 		case <-t.C:
 			l.flush(true)
 		}
 	}
+}
+
+// gatherMax bounds how long a sync waits for more appenders.
+const gatherMax = 2 * time.Millisecond
+
+// gather waits before a sync that an appender asked for, so that the sync
+// covers more appenders; it reports false when the log is closing.
+//
+// Appenders that each wait for their previous append (a producer with a
+// network round trip between its acknowledgement and its next message)
+// come back from a sync a little apart. A flusher that syncs as soon as
+// the first is back covers it alone, and the others then wait for the
+// rest of that sync and all of the next: syncs cover few appenders, or
+// the appenders split into groups whose syncs take turns. Either way
+// every cycle costs about two syncs. So the flusher expects as many
+// appenders as the last sync covered plus those that arrived while it
+// ran, and waits for them: until that many are waiting, or for as long as
+// the last sync took (at most gatherMax), whichever comes first. It does
+// not wait when that many are waiting already, nor when the last sync
+// covered only one appender and none arrived meanwhile (a lone appender);
+// a wait that ends early teaches it to expect fewer next time.
+func (l *Log) gather(t *time.Timer) bool {
+	l.syncMu.Lock()
+	expect := l.lastGroup + l.lastLate
+	covered := l.covered
+	window := min(l.lastSync, gatherMax)
+	l.syncMu.Unlock()
+	if h := l.opts.hooks; h != nil && h.gatherWindow != nil {
+		window = h.gatherWindow(window)
+	}
+	// Nobody waits when the kick came from appenders that the last
+	// sync covered already.
+	if expect <= 1 || window <= 0 || l.arrivals.Load() <= covered {
+		return true
+	}
+	until := covered + expect
+	// Appenders kick the flusher only once until is reached (or when
+	// they see no gathering): each checks gatherUntil after counting
+	// itself, and this checks arrivals after setting it.
+	l.gatherUntil.Store(until)
+	defer l.gatherUntil.Store(0)
+	if l.arrivals.Load() >= until {
+		return true
+	}
+	t.Reset(window)
+	defer t.Stop()
+	for l.arrivals.Load() < until {
+		select {
+		case <-l.kick:
+		case <-t.C:
+			return true
+		case <-l.stop:
+			return false
+		}
+	}
+	return true
 }

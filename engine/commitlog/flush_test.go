@@ -203,3 +203,121 @@ func TestFlushAcrossSegments(t *testing.T) {
 		t.Fatalf("%d msyncs of %d bytes in all; want %d covering %d", len(synced), total, want, l.EndOffset())
 	}
 }
+
+// TestSyncGathersAppenders checks the group commit's gathering: a lone
+// appender is not delayed, and a sync waits for as many appenders as the
+// last one covered plus those that arrived while it ran. The window is an
+// hour: a wait that should not happen hangs the test, and one that should
+// cannot end early.
+func TestSyncGathersAppenders(t *testing.T) {
+	var syncs atomic.Int64
+	hooks := &testHooks{
+		gatherWindow: func(time.Duration) time.Duration { return time.Hour },
+		synced:       func(int64) { syncs.Add(1) },
+	}
+	l := openLog(t, t.TempDir(), &Options{SegmentSize: 1 << 20, Flush: FlushSync, FlushInterval: time.Hour, hooks: hooks})
+	expect := func() int64 {
+		l.syncMu.Lock()
+		defer l.syncMu.Unlock()
+		return l.lastGroup + l.lastLate
+	}
+	appendAll := func(n int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = l.Append([][]byte{payload(i, 200)}, nil, nil)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// One appender at a time: each sync covers one and none arrive
+	// meanwhile, so nothing waits (with an hour's window, a wait would
+	// hang the test).
+	for i := range 5 {
+		appendOne(t, l, payload(i, 100))
+	}
+	if e := expect(); e != 1 {
+		t.Fatalf("after lone appends the flusher expects %d appenders, want 1", e)
+	}
+
+	// As if the last sync had covered three appenders while a fourth
+	// arrived: the next sync waits for four, then covers them at once.
+	l.syncMu.Lock()
+	l.lastGroup, l.lastLate = 3, 1
+	l.syncMu.Unlock()
+	before := syncs.Load()
+	appendAll(4)
+	if n := syncs.Load() - before; n != 1 {
+		t.Fatalf("four appenders took %d syncs, want 1", n)
+	}
+	if e := expect(); e != 4 {
+		t.Fatalf("after a sync of four the flusher expects %d, want 4", e)
+	}
+
+}
+
+// TestSyncGatherTimesOut checks that a sync waiting for appenders that do
+// not come ends with its window, and that the flusher then expects fewer.
+func TestSyncGatherTimesOut(t *testing.T) {
+	hooks := &testHooks{gatherWindow: func(time.Duration) time.Duration { return time.Millisecond }}
+	l := openLog(t, t.TempDir(), &Options{SegmentSize: 1 << 20, Flush: FlushSync, FlushInterval: time.Hour, hooks: hooks})
+	l.syncMu.Lock()
+	l.lastGroup = 8
+	l.syncMu.Unlock()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Append([][]byte{payload(i, 100)}, nil, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	l.syncMu.Lock()
+	e := l.lastGroup + l.lastLate
+	l.syncMu.Unlock()
+	if e > 2 {
+		t.Fatalf("after two appenders the flusher expects %d, want at most 2", e)
+	}
+}
+
+// TestSyncCloseWhileGathering closes the log while the flusher waits for
+// appenders that do not come: the ones waiting are flushed by Close.
+func TestSyncCloseWhileGathering(t *testing.T) {
+	hooks := &testHooks{gatherWindow: func(time.Duration) time.Duration { return time.Hour }}
+	l, err := Open(t.TempDir(), &Options{SegmentSize: 1 << 20, Flush: FlushSync, FlushInterval: time.Hour, hooks: hooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.syncMu.Lock()
+	l.lastGroup = 8
+	l.syncMu.Unlock()
+	done := make(chan error, 2)
+	for i := range 2 {
+		go func() { done <- l.Append([][]byte{payload(i, 100)}, nil, nil) }()
+	}
+	// Both wait, in the gathering flusher's count, before Close.
+	for l.arrivals.Load() < 2 {
+		runtime.Gosched()
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatalf("Append = %v, want nil: Close flushes the waiting appenders", err)
+		}
+	}
+}

@@ -47,12 +47,21 @@ type Log struct {
 	ckOffset   int64           // last offset written to the checkpoint
 	ckTime     time.Time       // when it was written
 	flushMu    sync.Mutex
-	flushCond  sync.Cond // signaled (under flushMu) when flushed, flushErr or flusherDone change
+	flushCond  sync.Cond // broadcast when flushed, flushErr or flushDone change (under flushMu)
 	flushErr   error
 	flushDone  bool // no flush will happen anymore
 	kick       chan struct{}
 	stop       chan struct{}
 	background sync.WaitGroup
+
+	// Group commit with FlushSync (see gather). arrivals and gatherUntil
+	// are atomic; the other fields are guarded by syncMu.
+	arrivals    atomic.Int64  // appenders that have waited for a sync, ever
+	gatherUntil atomic.Int64  // while the flusher gathers: the arrivals that end it
+	covered     int64         // arrivals covered by the syncs so far
+	lastGroup   int64         // arrivals the last sync covered
+	lastLate    int64         // arrivals while it ran
+	lastSync    time.Duration // how long it took
 
 	corrMu      sync.Mutex
 	corruptions []Corruption

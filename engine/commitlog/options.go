@@ -102,6 +102,9 @@ type testHooks struct {
 	// create, if it returns an error, makes creating the segment at base
 	// fail with it.
 	create func(base int64) error
+	// gatherWindow replaces how long the flusher waits for more
+	// appenders (see gather), given the window it would use.
+	gatherWindow func(d time.Duration) time.Duration
 }
 
 // EnsureDefaults fills in the default of every field left at its zero value
