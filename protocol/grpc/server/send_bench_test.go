@@ -13,6 +13,7 @@ import (
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
+	"github.com/karmanmq/karman/protocol/grpc/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -66,7 +67,7 @@ func benchUnary(b *testing.B, srv *Server, svc rmqpb.MessagingServiceServer) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := grpc.NewServer(srv.ServerOptions()...)
+	g := transport.NewServer(srv.TransportOptions())
 	rmqpb.RegisterMessagingServiceServer(g, svc)
 	go g.Serve(lis)
 	defer g.Stop()

@@ -56,6 +56,7 @@ type conn struct {
 	// Used by the reader only.
 	br          *bufio.Reader
 	fr          *http2.Framer
+	hblock      *headerBlock
 	recvWin     int64 // what the client may still send on the connection
 	recvUnacked int64 // received since the last connection WINDOW_UPDATE
 }
@@ -81,8 +82,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.fr = http2.NewFramer(nil, c.br)
 	c.fr.SetReuseFrames()
 	c.fr.SetMaxReadFrameSize(16384)
-	c.fr.MaxHeaderListSize = s.opts.MaxHeaderListSize
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.hblock = newHeaderBlock(s.opts.MaxHeaderListSize)
 	return c
 }
 
@@ -185,7 +185,7 @@ func (c *conn) connError(code http2.ErrCode, why string) error {
 
 func (c *conn) handleFrame(f http2.Frame) error {
 	switch f := f.(type) {
-	case *http2.MetaHeadersFrame:
+	case *http2.HeadersFrame, *http2.ContinuationFrame:
 		return c.onHeaders(f)
 	case *http2.DataFrame:
 		return c.onData(f)

@@ -63,13 +63,22 @@ var (
 	_ grpc.ServerTransportStream = (*transportStream)(nil)
 )
 
-// onHeaders opens a call, or ends the client's side of one (trailers).
-func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
-	id := f.StreamID
+// onHeaders takes a HEADERS or CONTINUATION frame; once a header block is
+// complete it opens a call, or ends the client's side of one (trailers).
+func (c *conn) onHeaders(f http2.Frame) error {
+	var req request
+	done, err := c.hblock.add(f, &req)
+	if err != nil {
+		return c.connError(http2.ErrCodeCompression, err.Error())
+	}
+	if !done {
+		return nil
+	}
+	id, ended := c.hblock.streamID, c.hblock.end
 	c.mu.Lock()
 	if st := c.streams[id]; st != nil {
 		c.mu.Unlock()
-		if !f.StreamEnded() {
+		if !ended {
 			c.resetStream(id, http2.ErrCodeProtocol)
 			return nil
 		}
@@ -86,33 +95,29 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.queue(func(b []byte) []byte { return appendRSTStream(b, id, http2.ErrCodeRefusedStream) })
 		return nil
 	}
-
-	var req request
-	if f.Truncated {
-		c.refuse(id, f.StreamEnded(), 431, codes.ResourceExhausted, "request headers too large")
+	if c.hblock.truncated {
+		c.refuse(id, ended, 431, codes.ResourceExhausted, "request headers too large")
 		return nil
 	}
-	for _, hf := range f.Fields {
-		if err := req.setHeader(hf.Name, hf.Value); err != nil {
-			c.refuse(id, f.StreamEnded(), 200, codes.Internal, err.Error())
-			return nil
-		}
+	if err := c.hblock.invalid; err != nil {
+		c.refuse(id, ended, 200, codes.Internal, err.Error())
+		return nil
 	}
 	if req.method != "POST" {
-		c.refuse(id, f.StreamEnded(), 405, codes.Internal, "gRPC calls use POST, not "+req.method)
+		c.refuse(id, ended, 405, codes.Internal, "gRPC calls use POST, not "+req.method)
 		return nil
 	}
 	if !isGRPCContentType(req.contentType) {
-		c.refuse(id, f.StreamEnded(), 415, codes.Internal, fmt.Sprintf("content-type %q is not gRPC's", req.contentType))
+		c.refuse(id, ended, 415, codes.Internal, fmt.Sprintf("content-type %q is not gRPC's", req.contentType))
 		return nil
 	}
 	if req.encoding != "" && req.encoding != "identity" && req.encoding != "gzip" {
-		c.refuse(id, f.StreamEnded(), 200, codes.Unimplemented, fmt.Sprintf("grpc-encoding %q is not supported; use gzip or none", req.encoding))
+		c.refuse(id, ended, 200, codes.Unimplemented, fmt.Sprintf("grpc-encoding %q is not supported; use gzip or none", req.encoding))
 		return nil
 	}
 	m := c.srv.methods[req.path]
 	if m == nil {
-		c.refuse(id, f.StreamEnded(), 200, codes.Unimplemented, fmt.Sprintf("unknown method %s", req.path))
+		c.refuse(id, ended, 200, codes.Unimplemented, fmt.Sprintf("unknown method %s", req.path))
 		return nil
 	}
 
@@ -124,7 +129,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		st.dispatched = true
 		c.srv.run(st.runStream)
 	}
-	if f.StreamEnded() {
+	if ended {
 		return st.onData(nil, 0, true)
 	}
 	return nil
@@ -232,6 +237,9 @@ func (st *stream) detach() {
 	}
 	st.detached = true
 	go st.c.read()
+	// The answers of the calls this reader ran before are queued, and the
+	// reader that takes over flushes only once it has read something.
+	st.c.kickWriter()
 }
 
 // takeMessages splits data into gRPC messages and queues the complete
@@ -477,7 +485,9 @@ func (st *stream) finish(resp any, err error) {
 		}
 	}
 	c.wmu.Unlock()
-	c.kickWriter()
+	if !st.inline || st.detached {
+		c.kickWriter() // an inline call's reader flushes once it has read all
+	}
 	c.removeStream(st.id)
 	st.dropReceived()
 }
