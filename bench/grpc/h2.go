@@ -175,6 +175,25 @@ func (c *h2Channel) open(method string, req *encoded, end bool, onMsg func([]byt
 	for _, p := range req.parts {
 		size += len(p)
 	}
+	if n := 5 + size; n <= c.maxFrm && int64(n) <= c.sendWin && int64(n) <= st.sendWin {
+		// The usual case: the request fits one frame and the windows.
+		var flags http2.Flags
+		if end {
+			flags = http2.FlagDataEndStream
+		}
+		b = append(b, byte(n>>16), byte(n>>8), byte(n), byte(http2.FrameData), byte(flags), byte(st.id>>24), byte(st.id>>16), byte(st.id>>8), byte(st.id))
+		b = append(b, 0, byte(size>>24), byte(size>>16), byte(size>>8), byte(size))
+		for _, p := range req.parts {
+			b = append(b, p...)
+		}
+		c.sendWin -= int64(n)
+		st.sendWin -= int64(n)
+		c.wbuf = b
+		if _, err := c.nc.Write(b); err != nil {
+			return nil, c.fail(err)
+		}
+		return st, nil
+	}
 	msg := make([]byte, 0, 5+size)
 	msg = append(msg, 0, byte(size>>24), byte(size>>16), byte(size>>8), byte(size))
 	for _, p := range req.parts {
