@@ -13,4 +13,4 @@
 //	go generate ./protocol/grpc/rmqpb
 package rmqpb
 
-//go:generate protoc -I ../proto --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative --go-vtproto_out=. --go-vtproto_opt=paths=source_relative,features=marshal+unmarshal+size rmq_types.proto rmq_service.proto
+//go:generate protoc -I ../proto --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative --go-vtproto_out=. --go-vtproto_opt=paths=source_relative,features=marshal+unmarshal+unmarshal_unsafe+size rmq_types.proto rmq_service.proto

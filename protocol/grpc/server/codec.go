@@ -12,9 +12,20 @@ import (
 // (an *encoded, which receive sends to skip building and marshalling a
 // message per record) passes through as it is. The server must be built
 // with it (see ServerOptions and TransportOptions).
-type codec struct{ proto encoding.CodecV2 }
+//
+// An aliasing codec (for the transport, which gives every request memory
+// of its own: transport.Options.RetainMessages) decodes without copying:
+// the request's strings and bytes point into the received message.
+type codec struct {
+	proto    encoding.CodecV2
+	aliasing bool
+}
 
-func newCodec() codec { return codec{encoding.GetCodecV2(proto.Name)} }
+func newCodec() codec { return codec{proto: encoding.GetCodecV2(proto.Name)} }
+
+// newAliasingCodec returns the codec for a transport whose received
+// messages are never reused.
+func newAliasingCodec() codec { return codec{proto: encoding.GetCodecV2(proto.Name), aliasing: true} }
 
 // encoded is a message in its wire form. Marshal hands its buffer to
 // gRPC, which frees it once written.
@@ -25,6 +36,7 @@ type vtMessage interface {
 	SizeVT() int
 	MarshalToSizedBufferVT([]byte) (int, error)
 	UnmarshalVT([]byte) error
+	UnmarshalVTUnsafe([]byte) error
 }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
@@ -48,6 +60,9 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if m, ok := v.(vtMessage); ok {
 		if len(data) == 1 {
+			if c.aliasing {
+				return m.UnmarshalVTUnsafe(data[0].ReadOnlyData())
+			}
 			return m.UnmarshalVT(data[0].ReadOnlyData())
 		}
 		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())

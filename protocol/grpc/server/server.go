@@ -188,7 +188,8 @@ func (s *Server) NewTransport() *transport.Server {
 // the settings of Options (workers, windows, the largest request).
 func (s *Server) TransportOptions() transport.Options {
 	return transport.Options{
-		Codec:             newCodec(),
+		Codec:             newAliasingCodec(),
+		RetainMessages:    true,
 		UnaryInterceptor:  s.unaryInterceptor,
 		StreamInterceptor: s.streamInterceptor,
 		WindowSize:        s.opts.WindowSize,

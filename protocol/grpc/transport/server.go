@@ -32,6 +32,12 @@ const minWindowSize = 65535
 type Options struct {
 	// Codec encodes and decodes messages. Default: gRPC's proto codec.
 	Codec encoding.CodecV2
+	// RetainMessages gives each received message memory of its own that
+	// the transport never reuses, so that what Codec decodes may point
+	// into it (as protocol buffers' unsafe decoding does) and stay valid
+	// for as long as the decoded message lives. Default false: the
+	// memory is reused once the message is decoded.
+	RetainMessages bool
 	// UnaryInterceptor and StreamInterceptor wrap every unary call and
 	// every streaming call, as grpc.UnaryInterceptor and
 	// grpc.StreamInterceptor do. Default: none.

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -291,8 +292,14 @@ const maxKeptPartial = 64 << 10
 
 // queueMessage copies a received message for the handler.
 func (st *stream) queueMessage(compressed bool, payload []byte) {
-	buf := mem.DefaultBufferPool().Get(len(payload))
-	copy(*buf, payload)
+	var buf *[]byte
+	if st.c.opts.RetainMessages {
+		b := bytes.Clone(payload)
+		buf = &b
+	} else {
+		buf = mem.DefaultBufferPool().Get(len(payload))
+		copy(*buf, payload)
+	}
 	st.mu.Lock()
 	st.msgs = append(st.msgs, inMsg{buf: buf, compressed: compressed})
 	st.queued += len(payload)
@@ -408,9 +415,12 @@ func (st *stream) next() (inMsg, error) {
 	}
 }
 
-// decode decodes m into v and gives its buffer back.
+// decode decodes m into v and gives its buffer back, unless the decoded
+// message may point into it (Options.RetainMessages).
 func (st *stream) decode(m inMsg, v any) error {
-	defer mem.DefaultBufferPool().Put(m.buf)
+	if !st.c.opts.RetainMessages {
+		defer mem.DefaultBufferPool().Put(m.buf)
+	}
 	data := *m.buf
 	if m.compressed {
 		var err error
@@ -499,6 +509,9 @@ func (st *stream) dropReceived() {
 	st.msgs = nil
 	st.queued = 0
 	st.mu.Unlock()
+	if st.c.opts.RetainMessages {
+		return
+	}
 	for _, m := range msgs {
 		mem.DefaultBufferPool().Put(m.buf)
 	}
