@@ -405,11 +405,8 @@ func (c *conn) writeLoop() {
 				}
 				break
 			}
-			_, err := c.nc.Write(buf)
-			more := c.doneWrite(buf)
+			more, err := c.write(buf)
 			if err != nil {
-				c.close()
-				c.nc.Close()
 				return
 			}
 			if !more {
@@ -460,16 +457,21 @@ func (c *conn) flushFromReader() {
 	if !ok {
 		return
 	}
-	_, err := c.nc.Write(buf)
-	more := c.doneWrite(buf)
+	if more, err := c.write(buf); err == nil && more {
+		c.kickWriter()
+	}
+}
+
+// write writes a buffer takeWrite gave, hands it back and reports whether
+// more is queued. A failed write closes the connection.
+func (c *conn) write(buf []byte) (more bool, err error) {
+	_, err = c.nc.Write(buf)
+	more = c.doneWrite(buf)
 	if err != nil {
 		c.close()
 		c.nc.Close()
-		return
 	}
-	if more {
-		c.kickWriter()
-	}
+	return more, err
 }
 
 // maxSpareBuffer is the largest write buffer kept for reuse.

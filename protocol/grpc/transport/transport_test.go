@@ -263,16 +263,23 @@ func TestGzipRequests(t *testing.T) {
 
 func TestConcurrentCalls(t *testing.T) {
 	_, _, tc, _ := serve(t, transport.Options{Workers: 4}, grpc.WithInitialWindowSize(65535), grpc.WithInitialConnWindowSize(65535))
-	ctx := testContext(t)
+	callConcurrently(t, testContext(t), tc, 32, 50, func(g, i int) int32 { return int32((g*50 + i) % 5000) })
+}
+
+// callConcurrently makes calls unary calls from each of goroutines
+// goroutines, the sizes of request and answer given by size, and checks
+// every answer.
+func callConcurrently(t *testing.T, ctx context.Context, tc testpb.TestServiceClient, goroutines, calls int, size func(g, i int) int32) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for g := range 32 {
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
 		wg.Go(func() {
-			for i := range 50 {
-				size := int32((g*50 + i) % 5000)
-				resp, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{ResponseSize: size, Payload: payload(size)})
-				if err == nil && len(resp.GetPayload().GetBody()) != int(size) {
-					err = fmt.Errorf("answer of %d bytes, want %d", len(resp.GetPayload().GetBody()), size)
+			for i := range calls {
+				n := size(g, i)
+				resp, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{ResponseSize: n, Payload: payload(n)})
+				if err == nil && len(resp.GetPayload().GetBody()) != int(n) {
+					err = fmt.Errorf("answer of %d bytes, want %d", len(resp.GetPayload().GetBody()), n)
 				}
 				if err != nil {
 					errs <- err
@@ -352,28 +359,7 @@ func TestInlineCalls(t *testing.T) {
 		_, err := tc.UnaryCall(waitCtx, &testpb.SimpleRequest{ResponseSize: -1})
 		waited <- err
 	}()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 50 {
-				size := int32((g*977 + i*131) % 300000)
-				resp, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{ResponseSize: size, Payload: payload(size)})
-				if err == nil && len(resp.GetPayload().GetBody()) != int(size) {
-					err = fmt.Errorf("answer of %d bytes, want %d", len(resp.GetPayload().GetBody()), size)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	callConcurrently(t, ctx, tc, 8, 50, func(g, i int) int32 { return int32((g*977 + i*131) % 300000) })
 	cancel()
 	if err := <-waited; status.Code(err) != codes.Canceled {
 		t.Fatalf("waiting call: %v, want Canceled", err)
