@@ -102,7 +102,17 @@ func (s *Scheduler) Run(ctx context.Context) {
 				return
 			}
 			s.onError(err)
-			wait = retryDelay
+			// Back off for the whole delay: the failed batch lowered the
+			// floor, which wakes the loop at once, and would make it
+			// retry without pause.
+			s.target.Store(s.now().Add(retryDelay).UnixMilli())
+			t.Reset(retryDelay)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			continue
 		}
 		s.target.Store(s.now().Add(wait).UnixMilli())
 		t.Reset(wait)
