@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"sync"
 
@@ -49,6 +50,13 @@ type h2Channel struct {
 
 	// Used by the reader only.
 	fr       *http2.Framer
+	hdec     *hpack.Decoder
+	hblock   []byte // a header block spanning frames
+	hstream  uint32 // the stream of the header block being read
+	hend     bool   // its HEADERS frame ended the stream
+	hstatus  string // grpc-status, grpc-message and :status of the block
+	hmessage string
+	hhttp    string
 	unacked  int64 // connection bytes received since the last WINDOW_UPDATE
 	readDone chan struct{}
 }
@@ -85,7 +93,7 @@ func dialH2(ctx context.Context, addr string, md metadata.MD) (*h2Channel, error
 	c.winCond = sync.NewCond(&c.wmu)
 	c.fr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 64<<10))
 	c.fr.SetReuseFrames()
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.hdec = hpack.NewDecoder(4096, c.field)
 	b := append([]byte(nil), http2.ClientPreface...)
 	b = h2Frame(b, http2.FrameSettings, 0, 0, 12, func(p []byte) {
 		binary.BigEndian.PutUint16(p[0:], uint16(http2.SettingEnablePush))
@@ -348,13 +356,11 @@ func (c *h2Channel) handle(f http2.Frame) error {
 				c.write(func(b []byte) []byte { return h2WindowUpdate(b, st.id, incr) })
 			}
 		}
-	case *http2.MetaHeadersFrame:
-		st := c.stream(f.StreamID)
-		if st == nil || !f.StreamEnded() {
-			return nil // response headers
-		}
-		st.err = statusOf(f)
-		c.finish(st)
+	case *http2.HeadersFrame:
+		c.hstream, c.hend, c.hblock = f.StreamID, f.StreamEnded(), c.hblock[:0]
+		return c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.ContinuationFrame:
+		return c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.RSTStreamFrame:
 		if st := c.stream(f.StreamID); st != nil {
 			st.err = fmt.Errorf("grpc bench: the server reset the call: %v", f.ErrCode)
@@ -452,23 +458,58 @@ func (st *h2Stream) take(data []byte) error {
 	return nil
 }
 
-// statusOf reads a call's status from its trailers.
-func statusOf(f *http2.MetaHeadersFrame) error {
-	code, msg := "", ""
-	for _, hf := range f.Fields {
-		switch hf.Name {
-		case "grpc-status":
-			code = hf.Value
-		case "grpc-message":
-			msg = hf.Value
+// headerFragment takes a fragment of a header block; once the block is
+// whole it is decoded, and if it ends its call (trailers, or an answer
+// that is only a status) the call ends with the status it carries.
+func (c *h2Channel) headerFragment(frag []byte, ended bool) error {
+	if !ended || len(c.hblock) > 0 {
+		c.hblock = append(c.hblock, frag...)
+		if !ended {
+			return nil
 		}
+		frag = c.hblock
 	}
-	if code == "0" {
+	c.hstatus, c.hmessage, c.hhttp = "", "", ""
+	if _, err := c.hdec.Write(frag); err != nil {
+		return err
+	}
+	if err := c.hdec.Close(); err != nil {
+		return err
+	}
+	if !c.hend {
+		return nil // the answer's headers
+	}
+	if st := c.stream(c.hstream); st != nil {
+		st.err = c.status()
+		c.finish(st)
+	}
+	return nil
+}
+
+// field keeps the fields of a header block the client acts on.
+func (c *h2Channel) field(f hpack.HeaderField) {
+	switch f.Name {
+	case "grpc-status":
+		c.hstatus = f.Value
+	case "grpc-message":
+		c.hmessage = f.Value
+	case ":status":
+		c.hhttp = f.Value
+	}
+}
+
+// status is the call status of the trailers just decoded.
+func (c *h2Channel) status() error {
+	if c.hstatus == "0" {
 		return nil
 	}
-	n, err := strconv.Atoi(code)
+	n, err := strconv.Atoi(c.hstatus)
 	if err != nil {
-		return fmt.Errorf("grpc bench: the call ended without a status (HTTP %s)", f.PseudoValue("status"))
+		return fmt.Errorf("grpc bench: the call ended without a status (HTTP %s)", c.hhttp)
+	}
+	msg, err := url.PathUnescape(c.hmessage) // grpc-message is percent-encoded
+	if err != nil {
+		msg = c.hmessage
 	}
 	return grpcstatus.Error(codes.Code(n), msg)
 }
