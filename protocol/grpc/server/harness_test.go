@@ -33,7 +33,7 @@ func serveForTest(t testing.TB, eo engine.Options, so Options) (*engine.Engine, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := srv.NewTransport()
+	g := srv.NewTransport(nil)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestTransportDefaults(t *testing.T) {
 		if to := srv.TransportOptions(); to.Workers != c.workers || to.WindowSize != c.window || to.ConnWindowSize != c.connWindow || to.Codec == nil || to.UnaryInterceptor == nil || to.StreamInterceptor == nil {
 			t.Errorf("case %d: transport options %+v", i, to)
 		}
-		srv.NewTransport().Stop()
+		srv.NewTransport(nil).Stop()
 		srv.Close()
 	}
 }

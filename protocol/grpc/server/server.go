@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -174,10 +175,13 @@ func endpointOf(hostport string) (*rmqpb.Endpoints, error) {
 const minWindowSize = 64 << 10
 
 // NewTransport returns the server to serve the service with: a
-// transport.Server with this service registered and TransportOptions.
-// Serve it on a listener; stop it before calling Close.
-func (s *Server) NewTransport() *transport.Server {
-	t := transport.NewServer(s.TransportOptions())
+// transport.Server with this service registered and TransportOptions,
+// serving TLS with tc to clients that open with TLS (nil: plaintext
+// only). Serve it on a listener; stop it before calling Close.
+func (s *Server) NewTransport(tc *tls.Config) *transport.Server {
+	o := s.TransportOptions()
+	o.TLSConfig = tc
+	t := transport.NewServer(o)
 	s.Register(t)
 	return t
 }

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -26,8 +28,11 @@ const readBufferSize = 32 << 10
 // writeLoop.
 type conn struct {
 	srv  *Server
-	nc   net.Conn
+	raw  net.Conn // the accepted connection
+	nc   net.Conn // raw, or the TLS connection over it; set before the writer starts
 	opts *Options
+
+	writerStarted atomic.Bool
 
 	// ctx carries the peer and ends when the connection closes; every
 	// call's context derives from it.
@@ -64,6 +69,7 @@ type conn struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		srv:          s,
+		raw:          nc,
 		nc:           nc,
 		opts:         &s.opts,
 		streams:      make(map[uint32]*stream),
@@ -78,16 +84,20 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.winCond = sync.NewCond(&c.wmu)
-	c.br = bufio.NewReaderSize(nc, readBufferSize)
-	c.fr = http2.NewFramer(nil, c.br)
-	c.fr.SetReuseFrames()
-	c.fr.SetMaxReadFrameSize(16384)
 	c.hblock = newHeaderBlock(s.opts.MaxHeaderListSize)
 	return c
 }
 
 // serve runs the connection until it closes.
 func (c *conn) serve() {
+	if err := c.negotiate(); err != nil {
+		c.opts.Logger.Debug("grpc connection refused", "remote", c.raw.RemoteAddr().String(), "err", err)
+		c.close()
+		c.raw.Close()
+		c.srv.connEnded(c)
+		return
+	}
+	c.writerStarted.Store(true)
 	go c.writeLoop()
 	if err := c.handshake(); err != nil {
 		c.end(err)
@@ -95,6 +105,50 @@ func (c *conn) serve() {
 	}
 	c.read()
 }
+
+// tlsRecordHandshake is the first byte of a TLS client hello.
+const tlsRecordHandshake = 0x16
+
+// negotiate serves the connection over TLS when the client opens with a
+// TLS handshake and Options.TLSConfig is set (the HTTP/2 preface opens
+// with 'P', so one byte tells them apart), and sets up the reader.
+func (c *conn) negotiate() error {
+	c.raw.SetReadDeadline(time.Now().Add(c.opts.HandshakeTimeout))
+	br := bufio.NewReaderSize(c.raw, readBufferSize)
+	if c.opts.TLSConfig != nil {
+		first, err := br.Peek(1)
+		if err != nil {
+			return fmt.Errorf("reading the first byte: %w", err)
+		}
+		if first[0] == tlsRecordHandshake {
+			tc := tls.Server(bufferedConn{Conn: c.raw, r: br}, c.opts.TLSConfig)
+			ctx, cancel := context.WithTimeout(c.ctx, c.opts.HandshakeTimeout)
+			err := tc.HandshakeContext(ctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("TLS handshake: %w", err)
+			}
+			if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "h2" {
+				return fmt.Errorf("TLS client negotiated %q, not h2", p)
+			}
+			c.nc = tc
+			br = bufio.NewReaderSize(tc, readBufferSize)
+		}
+	}
+	c.br = br
+	c.fr = http2.NewFramer(nil, br)
+	c.fr.SetReuseFrames()
+	c.fr.SetMaxReadFrameSize(16384)
+	return nil
+}
+
+// bufferedConn is a connection whose first bytes were read ahead into r.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 // read reads the connection until it ends, unless a call running on this
 // goroutine detaches it (Detach): another goroutine then reads on.
@@ -354,7 +408,10 @@ func (c *conn) close() {
 	c.closed = true
 	c.mu.Unlock()
 	c.cancel()
-	c.nc.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+	if !c.writerStarted.Load() {
+		c.raw.Close() // still negotiating: nothing to send
+	}
+	c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
 	c.wmu.Lock()
 	c.wclosed = true
 	c.winCond.Broadcast()

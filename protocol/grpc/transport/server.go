@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,8 +67,14 @@ type Options struct {
 	// MaxHeaderListSize bounds the headers of one call. Default
 	// DefaultMaxHeaderListSize.
 	MaxHeaderListSize uint32
+	// TLSConfig, when set, serves over TLS the connections that open with
+	// a TLS handshake, on the same listener as those in plaintext (as
+	// RocketMQ's proxy does: its clients use TLS by default). It must
+	// offer "h2" by ALPN. Default nil: plaintext only.
+	TLSConfig *tls.Config
 	// HandshakeTimeout bounds how long a new connection may take to send
-	// the HTTP/2 preface. Default DefaultHandshakeTimeout.
+	// the HTTP/2 preface (and finish its TLS handshake). Default
+	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// Logger receives connection errors at debug level. Default:
 	// discarded.

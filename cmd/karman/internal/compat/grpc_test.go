@@ -4,8 +4,18 @@ package compat
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"maps"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,6 +150,57 @@ func checkDelivered(t *testing.T, topic string, want []outMessage, sent []sentMe
 func TestGRPCProducer(t *testing.T) {
 	t.Parallel()
 	testGRPCProducer(t, startKarman(t))
+}
+
+// TestGRPCOverTLS runs the producer test with the Node.js clients on
+// TLS (RocketMQ 5 clients use TLS by default), served on the same port
+// as plaintext, with a certificate given by --grpc-tls-cert and
+// --grpc-tls-key that the clients are told to trust.
+func TestGRPCOverTLS(t *testing.T) {
+	t.Parallel()
+	certFile, keyFile := writeTestCertificate(t)
+	k := startKarman(t, "--grpc-tls-cert", certFile, "--grpc-tls-key", keyFile)
+	k.nodeTLS = certFile
+	testGRPCProducer(t, k)
+}
+
+// writeTestCertificate writes a self-signed certificate for 127.0.0.1 and
+// localhost, and its key, as PEM files.
+func writeTestCertificate(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "karman compat test"},
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }
 
 func testGRPCProducer(t *testing.T, k *karman) {

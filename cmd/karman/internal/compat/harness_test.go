@@ -70,6 +70,9 @@ type karman struct {
 	broker  string // broker address
 	grpc    string // gRPC endpoint address
 	admin   *peer.Peer
+	// nodeTLS, when set, makes the Node.js clients use TLS and trust the
+	// certificate in this PEM file.
+	nodeTLS string
 }
 
 // readAnnouncements reads serve's start-up lines up to "karman: ready" and

@@ -183,6 +183,9 @@ func (k *karman) startNodeTimeout(script string, timeout time.Duration, params m
 	// The client also logs to $HOME/logs/rocketmq; keep that in the test's
 	// own directory.
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if k.nodeTLS != "" {
+		cmd.Env = append(cmd.Env, "COMPAT_TLS=1", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH="+k.nodeTLS)
+	}
 	cmd.WaitDelay = 5 * time.Second
 	n := &nodeScript{t: t, name: script, timeout: timeout, cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout = &n.stdout

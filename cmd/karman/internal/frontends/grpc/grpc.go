@@ -36,6 +36,9 @@ type Config struct {
 	// AdvertiseAddr is the "host:port" clients are told to dial; empty
 	// derives it from the listener.
 	AdvertiseAddr string
+	// TLSCert and TLSKey are the PEM files of the certificate served to
+	// clients that open with TLS; empty: a self-signed one.
+	TLSCert, TLSKey string
 }
 
 // BindFlags adds the front-end's flags to fs and returns the Config they
@@ -43,6 +46,8 @@ type Config struct {
 func BindFlags(fs *pflag.FlagSet) any {
 	c := &Config{}
 	fs.StringVar(&c.AdvertiseAddr, Name+"-advertise-addr", "", "host:port gRPC clients are routed to (default: derived from --grpc-addr)")
+	fs.StringVar(&c.TLSCert, Name+"-tls-cert", "", "PEM certificate for gRPC clients that use TLS, served on the same port as plaintext (default: a self-signed one)")
+	fs.StringVar(&c.TLSKey, Name+"-tls-key", "", "PEM private key of --grpc-tls-cert")
 	return c
 }
 
@@ -72,7 +77,11 @@ func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) err
 	if err != nil {
 		return nil, err
 	}
-	g := srv.NewTransport()
+	tc, err := tlsConfig(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		return nil, err
+	}
+	g := srv.NewTransport(tc)
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("grpc: %w", err)
 	}

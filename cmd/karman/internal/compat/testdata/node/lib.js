@@ -34,9 +34,11 @@ const logger = {
   close() {},
 };
 
-// clientOptions returns the options every client of a scenario shares.
+// clientOptions returns the options every client of a scenario shares;
+// COMPAT_TLS=1 makes the clients use TLS.
 function clientOptions(endpoint, extra) {
-  return { endpoints: endpoint, namespace: '', logger, requestTimeout: 5000, ...extra };
+  const sslEnabled = process.env.COMPAT_TLS === '1';
+  return { endpoints: endpoint, namespace: '', logger, requestTimeout: 5000, sslEnabled, ...extra };
 }
 
 // filter returns the client's filter expression for a tag expression, or
