@@ -12,17 +12,22 @@
 // the connection's writer, which yields the processor before each flush,
 // per-call stream bookkeeping sized for every gRPC feature, and a write
 // system call per response under light load. Here a connection has one
-// reader, which decodes frames and starts calls on a pool of workers, and
-// one writer, which sends everything queued since its last write in one
-// system call: the answers of calls that finished together, the messages
-// of a server stream, window updates. Frames are decoded and HPACK is
+// reader, which decodes frames and runs calls (on itself for the calls
+// Options.Inline names, else on a pool of workers), and one writer,
+// which sends everything queued since its last write in one system call:
+// the answers of calls that finished together, the messages of a server
+// stream, window updates. The reader also writes itself once it has read
+// everything that arrived, so an inline call's answer needs no hand-off. Frames are decoded and HPACK is
 // handled by golang.org/x/net/http2; what this package adds is the
 // connection and stream state machine of RFC 9113 that a gRPC server
 // needs, and gRPC's message framing, status trailers, timeouts and
 // metadata (the gRPC over HTTP/2 protocol document).
 //
-// What it does not do: TLS, HTTP/1.1 upgrade, server push, compression
-// other than gzip, and keepalive enforcement (client pings are answered).
+// With Options.TLSConfig, connections that open with a TLS handshake are
+// served over TLS on the same listener as plaintext ones.
+//
+// What it does not do: HTTP/1.1 upgrade, server push, compression other
+// than gzip, and keepalive enforcement (client pings are answered).
 //
 // Flow control: each stream is given Options.WindowSize and the connection
 // Options.ConnWindowSize for what clients send. The connection window is
