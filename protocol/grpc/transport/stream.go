@@ -520,7 +520,7 @@ func (st *stream) dropReceived() {
 // toStatus turns an error into the status the client gets.
 func toStatus(err error) *status.Status {
 	if err == nil {
-		return status.New(codes.OK, "")
+		return okStatus
 	}
 	if s, ok := status.FromError(err); ok {
 		return s
@@ -533,6 +533,9 @@ func toStatus(err error) *status.Status {
 	}
 	return status.New(codes.Unknown, err.Error())
 }
+
+// okStatus is the status of a call that succeeded; it is only read.
+var okStatus = status.New(codes.OK, "")
 
 // errResetByClient is the error of a call the client reset.
 func errResetByClient(code http2.ErrCode) error {
@@ -591,10 +594,13 @@ func httpStatusText(code int) string {
 // encodeStatus HPACK-encodes grpc-status, grpc-message and the details.
 func (c *conn) encodeStatus(s *status.Status) {
 	c.henc.WriteField(hpack.HeaderField{Name: headerStatus, Value: statusCodeText(s.Code())})
+	if s.Code() == codes.OK {
+		return // no message, no details
+	}
 	if msg := s.Message(); msg != "" {
 		c.henc.WriteField(hpack.HeaderField{Name: headerMessage, Value: encodeGRPCMessage(msg)})
 	}
-	if p := s.Proto(); len(p.GetDetails()) > 0 {
+	if p := s.Proto(); len(p.GetDetails()) > 0 { // Proto copies; failures only
 		if b, err := marshalStatus(p); err == nil {
 			c.henc.WriteField(hpack.HeaderField{Name: headerDetails, Value: encodeBinHeader(string(b))})
 		}
