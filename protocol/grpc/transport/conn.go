@@ -168,6 +168,7 @@ func (c *conn) end(err error) {
 		c.opts.Logger.Debug("grpc connection closed", "remote", c.nc.RemoteAddr().String(), "err", err)
 	}
 	c.close()
+	c.kickWriter() // close kicks only the first time; the writer may have skipped that kick while the reader wrote
 	<-c.writerDone
 	c.nc.Close()
 	c.srv.connEnded(c)
@@ -527,6 +528,7 @@ func (c *conn) write(buf []byte) (more bool, err error) {
 	if err != nil {
 		c.close()
 		c.nc.Close()
+		c.kickWriter() // the writer may be waiting for this writer to finish
 	}
 	return more, err
 }
