@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -290,12 +291,19 @@ func FuzzConn(f *testing.F) {
 	fr.WriteRSTStream(3, http2.ErrCodeCancel)
 	f.Add(seed.Bytes())
 	f.Add([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0})
+	cert, err := transport.SelfSignedCertificate()
+	if err != nil {
+		f.Fatal(err)
+	}
+	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := transport.NewServer(transport.Options{HandshakeTimeout: time.Second})
+		// With TLS on: input that does not open with the preface but with
+		// 0x16 goes through a TLS handshake instead.
+		srv := transport.NewServer(transport.Options{HandshakeTimeout: time.Second, TLSConfig: tlsConfig})
 		testpb.RegisterTestServiceServer(srv, &testService{canceled: make(chan error, 64)})
 		go srv.Serve(l)
 		conn, err := net.Dial("tcp", l.Addr().String())
@@ -304,7 +312,11 @@ func FuzzConn(f *testing.F) {
 		}
 		go io.Copy(io.Discard, conn)
 		conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
-		conn.Write(append([]byte(http2.ClientPreface), data...))
+		if len(data) > 0 && data[0] == 0x16 {
+			conn.Write(data) // a TLS record
+		} else {
+			conn.Write(append([]byte(http2.ClientPreface), data...))
+		}
 		stopped := make(chan struct{})
 		go func() { srv.Stop(); close(stopped) }()
 		select {
