@@ -12,4 +12,10 @@
 // A Server is safe for concurrent use. New starts nothing; Start begins
 // the background work (receipt renewal, transaction checks, expiry of
 // silent clients) and Close stops it, ending the telemetry streams.
+//
+// NewTransport serves the service on protocol/grpc/transport, as karman
+// serve does: SendMessage, AckMessage and ChangeInvisibleDuration run on
+// their connection's reader (a send that will wait detaches first), and
+// requests are decoded without copies. ServerOptions serves it on a
+// grpc.Server instead, for programs that have one.
 package server
