@@ -29,6 +29,9 @@ var (
 	ErrMessageTypeMismatch = errors.New("engine: message type not allowed for the topic")
 	ErrInvalidFilter       = errors.New("engine: invalid filter expression")
 	ErrFilterDisabled      = errors.New("engine: filter type disabled")
+	// ErrBeyondTimerHorizon: a delayed or scheduled message falls due
+	// further ahead than Options.TimerHorizon. It is an ErrInvalidMessage.
+	ErrBeyondTimerHorizon = fmt.Errorf("%w: due beyond the timer horizon", ErrInvalidMessage)
 )
 
 // OffsetRangeError reports a pull or seek outside a queue's stored range.

@@ -116,7 +116,7 @@ func (e *Engine) messageDue(m *message.Message, now int64) (int64, error) {
 }
 
 func (e *Engine) beyondHorizon(what, v string) error {
-	return fmt.Errorf("%w: %s %s is more than %s ahead", ErrInvalidMessage, what, v, e.opts.TimerHorizon)
+	return fmt.Errorf("%w: %s %s is more than %s ahead", ErrBeyondTimerHorizon, what, v, e.opts.TimerHorizon)
 }
 
 // schedule stores m in the timer topic, due at due, for queue q of t.

@@ -118,8 +118,13 @@ func TestScheduleBadInput(t *testing.T) {
 		"negative delay":    newMsg("T", "x", message.PropertyTimerDelayMS, "-5"),
 		"garbage":           newMsg("T", "x", message.PropertyTimerDeliverMS, "12abc"),
 	} {
-		if _, err := e.Send(ctx, m); !errors.Is(err, ErrInvalidMessage) {
+		_, err := e.Send(ctx, m)
+		if !errors.Is(err, ErrInvalidMessage) {
 			t.Errorf("%s: %v, want ErrInvalidMessage", name, err)
+		}
+		beyond := name == "beyond horizon" || name == "delay sec beyond"
+		if errors.Is(err, ErrBeyondTimerHorizon) != beyond {
+			t.Errorf("%s: %v; ErrBeyondTimerHorizon is %v", name, err, !beyond)
 		}
 	}
 	batch := []*message.Message{newMsg("T", "a"), newMsg("T", "b", message.PropertyDelayLevel, "1")}

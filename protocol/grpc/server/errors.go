@@ -111,6 +111,7 @@ var statusCodes = []struct {
 	{engine.ErrNotRecallable, rmqpb.Code_NOT_FOUND},
 	{engine.ErrOffsetOutOfRange, rmqpb.Code_ILLEGAL_OFFSET},
 	{engine.ErrMessageNotFound, rmqpb.Code_MESSAGE_NOT_FOUND},
+	{engine.ErrBeyondTimerHorizon, rmqpb.Code_ILLEGAL_DELIVERY_TIME}, // before ErrInvalidMessage, which it is too
 	{engine.ErrInvalidMessage, rmqpb.Code_BAD_REQUEST},
 	{engine.ErrInvalidArgument, rmqpb.Code_BAD_REQUEST},
 	{context.DeadlineExceeded, rmqpb.Code_PROXY_TIMEOUT},

@@ -82,7 +82,7 @@ func TestBadPublishingRequests(t *testing.T) {
 		{"send: delivery beyond the timer horizon", sendOne(withSys(func(sp *rmqpb.SystemProperties) {
 			sp.MessageType = rmqpb.MessageType_DELAY
 			sp.DeliveryTimestamp = timestamppb.New(time.Now().Add(24 * 365 * time.Hour))
-		})), rmqpb.Code_BAD_REQUEST, "ahead"},
+		})), rmqpb.Code_ILLEGAL_DELIVERY_TIME, "ahead"},
 		{"send: lite message", sendOne(withSys(func(sp *rmqpb.SystemProperties) {
 			sp.MessageType = rmqpb.MessageType_LITE
 			sp.LiteTopic = proto.String("l")
