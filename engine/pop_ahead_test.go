@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 )
 
@@ -240,21 +239,7 @@ func TestPopReadAheadRedelivery(t *testing.T) {
 // BenchmarkPopAckBatch is BenchmarkPopAck acknowledging each pop's
 // messages with one AckBatch.
 func BenchmarkPopAckBatch(b *testing.B) {
-	e := benchEngine(b, &Options{AutoCreateGroups: true})
-	ctx := context.Background()
-	batch := make([]*message.Message, 32)
-	for i := range batch {
-		batch[i] = &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
-	}
-	total := b.N + 4*32*8
-	for sent := 0; sent < total; sent += 32 {
-		if _, err := e.SendBatch(ctx, batch, AnyQueue); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := e.WaitDispatched(ctx); err != nil {
-		b.Fatal(err)
-	}
+	e, ctx := popBenchEngine(b)
 	b.SetBytes(1024)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -140,6 +140,8 @@ func isReset(err error) bool {
 	return errors.As(err, &ne)
 }
 
+// startRaw serves the test service with opts on a loopback port until the
+// test ends and returns its address.
 func startRaw(t *testing.T, opts transport.Options) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -38,16 +38,9 @@ func TestTLSAndPlaintextOnOnePort(t *testing.T) {
 	}
 	// The same server, in plaintext: serve dialed it with the credentials
 	// above, so dial it again without them.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := transport.NewServer(tlsOptions(t))
-	testpb.RegisterTestServiceServer(srv, &testService{canceled: make(chan error, 4)})
-	go srv.Serve(l)
-	defer srv.Stop()
+	addr := startRaw(t, tlsOptions(t))
 	for _, dial := range []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithTransportCredentials(creds)} {
-		cc, err := grpc.NewClient(l.Addr().String(), dial)
+		cc, err := grpc.NewClient(addr, dial)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,15 +54,8 @@ func TestTLSAndPlaintextOnOnePort(t *testing.T) {
 // TestBadTLSHandshake sends a TLS record that is no client hello: the
 // connection closes and the server goes on.
 func TestBadTLSHandshake(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := transport.NewServer(tlsOptions(t))
-	testpb.RegisterTestServiceServer(srv, &testService{canceled: make(chan error, 4)})
-	go srv.Serve(l)
-	defer srv.Stop()
-	conn, err := net.Dial("tcp", l.Addr().String())
+	addr := startRaw(t, tlsOptions(t))
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +65,7 @@ func TestBadTLSHandshake(t *testing.T) {
 		t.Fatalf("the server did not close the connection: %v", err)
 	}
 	conn.Close()
-	cc, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

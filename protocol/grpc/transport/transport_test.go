@@ -204,16 +204,7 @@ func TestDeadlineReachesHandler(t *testing.T) {
 func TestCancelReachesHandler(t *testing.T) {
 	_, svc, tc, _ := serve(t, transport.Options{})
 	ctx, cancel := context.WithCancel(testContext(t))
-	stream, err := tc.FullDuplexCall(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Send(&testpb.StreamingOutputCallRequest{ResponseParameters: []*testpb.ResponseParameters{{Size: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	openDuplex(t, ctx, tc)
 	cancel()
 	select {
 	case err := <-svc.canceled:
@@ -295,9 +286,10 @@ func callConcurrently(t *testing.T, ctx context.Context, tc testpb.TestServiceCl
 	}
 }
 
-func TestGracefulStopLetsCallsFinish(t *testing.T) {
-	srv, _, tc, _ := serve(t, transport.Options{})
-	ctx := testContext(t)
+// openDuplex opens a FullDuplexCall and makes one round trip on it, so
+// that the server's handler is running.
+func openDuplex(t *testing.T, ctx context.Context, tc testpb.TestServiceClient) grpc.BidiStreamingClient[testpb.StreamingOutputCallRequest, testpb.StreamingOutputCallResponse] {
+	t.Helper()
 	stream, err := tc.FullDuplexCall(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -308,6 +300,13 @@ func TestGracefulStopLetsCallsFinish(t *testing.T) {
 	if _, err := stream.Recv(); err != nil {
 		t.Fatal(err)
 	}
+	return stream
+}
+
+func TestGracefulStopLetsCallsFinish(t *testing.T) {
+	srv, _, tc, _ := serve(t, transport.Options{})
+	ctx := testContext(t)
+	stream := openDuplex(t, ctx, tc)
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	// The open call keeps working until it ends.
