@@ -211,6 +211,30 @@ func (e *Engine) CreateTopic(t meta.Topic) error {
 	return e.putTopic(t)
 }
 
+// EnsureTopic creates t unless a topic of its name exists, and returns the
+// topic as stored and whether this call created it. Unlike CreateTopic it
+// never changes an existing topic, and of concurrent callers exactly one
+// creates it: front-ends that create topics on a client's first use call
+// it, so that defaults never overwrite an administrator's configuration.
+func (e *Engine) EnsureTopic(t meta.Topic) (meta.Topic, bool, error) {
+	if err := e.checkOpen(); err != nil {
+		return meta.Topic{}, false, err
+	}
+	if err := validateTopicConfig(&t); err != nil {
+		return meta.Topic{}, false, err
+	}
+	stored, created, err := e.meta.CreateTopic(t)
+	if err != nil {
+		return meta.Topic{}, false, err
+	}
+	if _, loaded := e.topics.Load(stored.Name); !loaded {
+		if _, err := e.loadTopic(stored); err != nil {
+			return meta.Topic{}, false, err
+		}
+	}
+	return stored, created, nil
+}
+
 // UpdateTopic changes an existing topic. Queue counts may grow; shrinking
 // hides the higher queues from producers and consumers but keeps their
 // messages.
@@ -300,13 +324,35 @@ func (e *Engine) CreateGroup(g meta.Group) error {
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
+	if err := validateGroupConfig(g); err != nil {
+		return err
+	}
+	return e.meta.PutGroup(g)
+}
+
+// EnsureGroup creates g unless a group of its name exists, and returns the
+// group as stored and whether this call created it. Like EnsureTopic, it
+// never changes an existing group and of concurrent callers exactly one
+// creates it.
+func (e *Engine) EnsureGroup(g meta.Group) (meta.Group, bool, error) {
+	if err := e.checkOpen(); err != nil {
+		return meta.Group{}, false, err
+	}
+	if err := validateGroupConfig(g); err != nil {
+		return meta.Group{}, false, err
+	}
+	return e.meta.CreateGroup(g)
+}
+
+// validateGroupConfig checks a group's name and settings.
+func validateGroupConfig(g meta.Group) error {
 	if err := message.ValidateGroup(g.Name); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidGroup, err)
 	}
 	if g.MaxAttempts < 0 {
 		return fmt.Errorf("%w: group %s: negative max attempts %d", ErrInvalidArgument, g.Name, g.MaxAttempts)
 	}
-	return e.meta.PutGroup(g)
+	return nil
 }
 
 // DeleteGroup removes a consumer group and its offsets.

@@ -55,11 +55,14 @@ func (s *Server) routeTopic(name string) (meta.Topic, error) {
 		return cfg, err // system, retry and dead-letter topics are not created for clients
 	}
 	n := s.opts.DefaultQueues
-	if cerr := s.eng.CreateTopic(meta.Topic{Name: name, ReadQueues: n, WriteQueues: n, Perm: meta.PermRW}); cerr != nil {
+	cfg, created, cerr := s.eng.EnsureTopic(meta.Topic{Name: name, ReadQueues: n, WriteQueues: n, Perm: meta.PermRW})
+	if cerr != nil {
 		return cfg, fmt.Errorf("creating topic %s: %w", name, cerr)
 	}
-	s.log.Info("topic created for a route query", "topic", name, "queues", n)
-	return s.eng.Topic(name)
+	if created {
+		s.log.Info("topic created for a route query", "topic", name, "queues", n)
+	}
+	return cfg, nil
 }
 
 // dialled returns the first address of the endpoints a client dialled, as

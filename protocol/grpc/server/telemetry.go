@@ -230,10 +230,11 @@ func (s *Server) consumerGroupConfig(name string) (meta.Group, error) {
 	if err == nil || !errors.Is(err, engine.ErrGroupNotFound) || !s.opts.AutoCreateGroups {
 		return g, err
 	}
-	if err := s.eng.CreateGroup(meta.Group{Name: name}); err != nil {
+	g, _, err = s.eng.EnsureGroup(meta.Group{Name: name})
+	if err != nil {
 		return meta.Group{}, fmt.Errorf("creating consumer group %s: %w", name, err)
 	}
-	return s.eng.Group(name)
+	return g, nil
 }
 
 // exponentialBackoff is a retry policy of attempts tries, waiting initial

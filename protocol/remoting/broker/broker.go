@@ -257,10 +257,13 @@ func (b *Broker) ensureTopic(t meta.Topic) error {
 	} else if !errors.Is(err, engine.ErrTopicNotFound) {
 		return err
 	}
-	if err := b.eng.CreateTopic(t); err != nil {
+	_, created, err := b.eng.EnsureTopic(t)
+	if err != nil {
 		return err
 	}
-	b.noteTopic(t.Name)
+	if created {
+		b.noteTopic(t.Name)
+	}
 	return nil
 }
 
@@ -278,10 +281,8 @@ func (b *Broker) group(ctx context.Context, name string) (meta.Group, error) {
 		return g, err
 	}
 	server.Detach(ctx) // creating a group writes to disk
-	if err := b.eng.CreateGroup(meta.Group{Name: name}); err != nil {
-		return meta.Group{}, err
-	}
-	return b.eng.Group(name)
+	g, _, err = b.eng.EnsureGroup(meta.Group{Name: name})
+	return g, err
 }
 
 // bornHost returns the client's address as a message's born host.
