@@ -28,10 +28,13 @@ const MaxInflatedBody = 64 << 20
 
 // Delivery is what one delivery adds to a stored record.
 type Delivery struct {
-	// Topic is the topic the consumer asked for. When the record's topic
-	// is the same, the message carries this string (saving a copy).
+	// Topic is the topic the consumer asked for, as stored (with its
+	// namespace). When the record's topic is the same, the message carries
+	// this string (saving a copy).
 	Topic string
-	// Namespace goes into the message's topic resource.
+	// Namespace is the consumer's: it goes into the message's topic
+	// resource, and the topic's name is given without it (see
+	// WithoutNamespace).
 	Namespace string
 	// Handle is the receipt handle; "" for pulls, which have none.
 	Handle string
@@ -92,6 +95,7 @@ func Deliver(rec []byte, d Delivery) (*rmqpb.Message, error) {
 	default:
 		b.topic.Name = string(sc.topic)
 	}
+	b.topic.Name = WithoutNamespace(d.Namespace, b.topic.Name)
 
 	for off := 0; off < len(sc.props); {
 		k, v, next, ok := nextPair(sc.props, off)

@@ -71,6 +71,7 @@ func AppendMessage(dst, rec []byte, d Delivery) ([]byte, error) {
 	if sc.retryTopic.len() > 0 && sc.isRetry {
 		topic = sc.bytes(sc.retryTopic)
 	}
+	topic = WithoutNamespace(d.Namespace, topic)
 	size := 0
 	if d.Namespace != "" {
 		size += protowire.SizeTag(fieldResourceNamespace) + protowire.SizeBytes(len(d.Namespace))

@@ -93,7 +93,7 @@ func Publish(m *rmqpb.Message, o PublishOptions) (*message.Message, error) {
 	if m == nil {
 		return nil, fmt.Errorf("%w: no message", ErrMissingField)
 	}
-	topic := m.GetTopic().GetName()
+	topic := ResourceName(m.GetTopic())
 	if topic == "" {
 		return nil, fmt.Errorf("%w: message without a topic", ErrIllegalTopic)
 	}

@@ -52,16 +52,29 @@ func (s *Server) attach(ctx context.Context) context.Context {
 }
 
 func (s *Server) unaryInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	fillNamespace(req, callNamespace(ctx))
 	return h(s.attach(ctx), req)
 }
 
+// sessionStream is a stream with the client's session in its context,
+// whose requests get the call's namespace.
 type sessionStream struct {
 	grpc.ServerStream
 	ctx context.Context
+	ns  string
 }
 
 func (w sessionStream) Context() context.Context { return w.ctx }
 
+func (w sessionStream) RecvMsg(m any) error {
+	err := w.ServerStream.RecvMsg(m)
+	if err == nil {
+		fillNamespace(m, w.ns)
+	}
+	return err
+}
+
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	return h(srv, sessionStream{ss, s.attach(ss.Context())})
+	ctx := ss.Context()
+	return h(srv, sessionStream{ss, s.attach(ctx), callNamespace(ctx)})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -65,9 +66,10 @@ func (o *ConsumeOptions) ensureDefaults() {
 // maxInvisible is the longest invisible duration the engine accepts.
 const maxInvisible = 12 * time.Hour
 
-// consumerGroup returns the consumer group a request names.
+// consumerGroup returns the consumer group a request names, as stored
+// (with its namespace).
 func consumerGroup(r *rmqpb.Resource) (string, error) {
-	name := r.GetName()
+	name := convert.ResourceName(r)
 	if name == "" {
 		return "", fmt.Errorf("%w: the consumer group is required", errIllegalGroup)
 	}
@@ -77,9 +79,10 @@ func consumerGroup(r *rmqpb.Resource) (string, error) {
 	return name, nil
 }
 
-// consumedTopic returns the topic a consumer request names.
+// consumedTopic returns the topic a consumer request names, as stored
+// (with its namespace).
 func consumedTopic(r *rmqpb.Resource) (string, error) {
-	name := r.GetName()
+	name := convert.ResourceName(r)
 	if name == "" {
 		return "", fmt.Errorf("%w: the topic is required", errIllegalTopic)
 	}

@@ -9,6 +9,12 @@
 // the settings it is to use (batch sizes, retry policy, FIFO, body limit)
 // and later sends transaction checks down the same stream.
 //
+// A client configured with a namespace gets topics and groups of its own:
+// a resource N of namespace S (its resource_namespace, else the call's
+// x-mq-namespace header) is the engine's "S%N", as RocketMQ's proxy and
+// remoting clients with a namespace name it, and messages name their
+// topic back to the client without the namespace (namespace.go).
+//
 // A Server is safe for concurrent use. New starts nothing; Start begins
 // the background work (receipt renewal, transaction checks, expiry of
 // silent clients) and Close stops it, ending the telemetry streams.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine/registry"
+	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"github.com/karmanmq/karman/protocol/grpc/session"
 )
@@ -63,12 +64,12 @@ func membership(sess *session.Session, st *rmqpb.Settings) registry.Heartbeat {
 	if pub := st.GetPublishing(); pub != nil {
 		for _, t := range pub.GetTopics() {
 			if t.GetName() != "" {
-				hb.Producers = append(hb.Producers, t.GetName())
+				hb.Producers = append(hb.Producers, convert.ResourceName(t))
 			}
 		}
 	}
 	if sub := st.GetSubscription(); sub != nil && sub.GetGroup().GetName() != "" {
-		c := registry.Consumer{Group: sub.GetGroup().GetName(), FIFO: sub.GetFifo()}
+		c := registry.Consumer{Group: convert.ResourceName(sub.GetGroup()), FIFO: sub.GetFifo()}
 		switch st.GetClientType() {
 		case rmqpb.ClientType_SIMPLE_CONSUMER:
 			c.Type = registry.ConsumeSimple
@@ -79,7 +80,7 @@ func membership(sess *session.Session, st *rmqpb.Settings) registry.Heartbeat {
 			if e.GetTopic().GetName() == "" {
 				continue
 			}
-			rs := registry.Subscription{Topic: e.GetTopic().GetName(), ExprType: registry.ExprTag, Expression: e.GetExpression().GetExpression()}
+			rs := registry.Subscription{Topic: convert.ResourceName(e.GetTopic()), ExprType: registry.ExprTag, Expression: e.GetExpression().GetExpression()}
 			if e.GetExpression().GetType() == rmqpb.FilterType_SQL {
 				rs.ExprType = registry.ExprSQL92
 			}

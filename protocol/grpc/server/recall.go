@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 )
 
@@ -18,7 +19,7 @@ func (s *Server) RecallMessage(ctx context.Context, req *rmqpb.RecallMessageRequ
 	if err != nil {
 		return &rmqpb.RecallMessageResponse{Status: statusOf(err)}, nil
 	}
-	if t := req.GetTopic().GetName(); t != "" && t != topic {
+	if t := convert.ResourceName(req.GetTopic()); t != "" && t != topic {
 		return &rmqpb.RecallMessageResponse{Status: statusOf(badRequest("the recall handle is for topic %s, not %s", topic, t))}, nil
 	}
 	if err := s.eng.Recall(ctx, topic, id); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 )
 
@@ -26,7 +27,7 @@ import (
 // send would create it, so that a producer started with the topic works
 // before it sends anything.
 func (s *Server) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest) (*rmqpb.QueryRouteResponse, error) {
-	name := req.GetTopic().GetName()
+	name := convert.ResourceName(req.GetTopic())
 	if name == "" {
 		return &rmqpb.QueryRouteResponse{Status: statusOf(fmt.Errorf("%w: QueryRoute names no topic", errIllegalTopic))}, nil
 	}
@@ -41,7 +42,7 @@ func (s *Server) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest) (
 	if len(ep.GetAddresses()) == 0 {
 		ep = dialled(req.GetEndpoints())
 	}
-	return &rmqpb.QueryRouteResponse{Status: okStatus(), MessageQueues: routeQueues(cfg, s.opts.BrokerName, ep)}, nil
+	return &rmqpb.QueryRouteResponse{Status: okStatus(), MessageQueues: routeQueues(cfg, req.GetTopic(), s.opts.BrokerName, ep)}, nil
 }
 
 // routeTopic returns the configuration of topic name, creating the topic
@@ -75,15 +76,17 @@ func dialled(ep *rmqpb.Endpoints) *rmqpb.Endpoints {
 	return &rmqpb.Endpoints{Scheme: ep.GetScheme(), Addresses: []*rmqpb.Address{{Host: a.GetHost(), Port: a.GetPort()}}}
 }
 
-// routeQueues returns the queues of a topic as one broker holds them.
-func routeQueues(cfg meta.Topic, brokerName string, ep *rmqpb.Endpoints) []*rmqpb.MessageQueue {
+// routeQueues returns the queues of a topic as one broker holds them,
+// naming the topic as the client did (topic).
+func routeQueues(cfg meta.Topic, topic *rmqpb.Resource, brokerName string, ep *rmqpb.Endpoints) []*rmqpb.MessageQueue {
+	res := &rmqpb.Resource{ResourceNamespace: topic.GetResourceNamespace(), Name: topic.GetName()}
 	broker := &rmqpb.Broker{Name: brokerName, Id: 0, Endpoints: ep}
 	types := acceptedTypes(cfg.MessageType)
 	n := cfg.Queues()
 	out := make([]*rmqpb.MessageQueue, n)
 	for id := range n {
 		out[id] = &rmqpb.MessageQueue{
-			Topic:              &rmqpb.Resource{Name: cfg.Name},
+			Topic:              res,
 			Id:                 id,
 			Permission:         queuePermission(cfg, id),
 			Broker:             broker,

@@ -54,7 +54,7 @@ func (s *Server) detachIfWaiting(ctx context.Context, msgs []*rmqpb.Message) {
 		return
 	}
 	for _, m := range msgs {
-		if _, err := s.eng.Topic(m.GetTopic().GetName()); err != nil {
+		if _, err := s.eng.Topic(convert.ResourceName(m.GetTopic())); err != nil {
 			transport.Detach(ctx)
 			return
 		}

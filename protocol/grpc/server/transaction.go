@@ -7,6 +7,7 @@ import (
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) EndTransaction(ctx context.Context, req *rmqpb.EndTransactionRe
 }
 
 func (s *Server) endTransaction(ctx context.Context, req *rmqpb.EndTransactionRequest) error {
-	topic := req.GetTopic().GetName()
+	topic := convert.ResourceName(req.GetTopic())
 	if topic == "" {
 		return fmt.Errorf("%w: EndTransaction names no topic", errIllegalTopic)
 	}

@@ -30,7 +30,7 @@ func (s *Server) checkTransaction(ctx context.Context, producer registry.ClientI
 	if sess == nil {
 		return fmt.Errorf("grpc server: transaction check of %s: %w", half.Topic, errNoProducer)
 	}
-	msg, err := convert.Deliver(half.Record, convert.Delivery{Topic: half.Topic, Attempt: 1})
+	msg, err := convert.Deliver(half.Record, convert.Delivery{Topic: half.Topic, Namespace: publishingNamespace(sess, half.Topic), Attempt: 1})
 	if err != nil {
 		return fmt.Errorf("grpc server: transaction check of %s: %w", half.Topic, err)
 	}
@@ -62,4 +62,15 @@ func (s *Server) checkTarget(producer registry.ClientInfo, group string) *sessio
 		}
 	}
 	return nil
+}
+
+// publishingNamespace returns the namespace in which the client of sess
+// publishes the stored topic, "" when it declared none.
+func publishingNamespace(sess *session.Session, topic string) string {
+	for _, t := range sess.Settings().GetPublishing().GetTopics() {
+		if t.GetResourceNamespace() != "" && convert.ResourceName(t) == topic {
+			return t.GetResourceNamespace()
+		}
+	}
+	return ""
 }

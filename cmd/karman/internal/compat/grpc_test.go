@@ -164,6 +164,35 @@ func TestGRPCOverTLS(t *testing.T) {
 	testGRPCProducer(t, k)
 }
 
+// TestGRPCNamespace: Node clients configured with a namespace send and
+// receive on their topic by its own name, while the broker stores it
+// under the namespace, as RocketMQ's proxy does ("tenant%GrpcNamespaced"),
+// where remoting clients of that namespace find it.
+func TestGRPCNamespace(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	k.nodeNamespace = "tenant"
+	const topic, group = "GrpcNamespaced", "grpc-namespaced"
+	k.createTypedTopic("tenant%"+topic, 2, "NORMAL")
+	var out []outMessage
+	for i := range 8 {
+		out = append(out, outMessage{Body: "namespaced-" + strconv.Itoa(i), Tag: "ns", Keys: []string{"ns-key"}})
+	}
+	sent := k.nodeSend(topic, out)
+	got := k.nodeReceive(map[string]any{"topic": topic, "group": group, "count": len(out)})
+	checkDelivered(t, topic, out, sent, got) // named without the namespace
+
+	resp := k.invoke(wire.QueryMessage, &wire.QueryMessageRequestHeader{Topic: "tenant%" + topic, Key: "ns-key", MaxNum: 64,
+		EndTimestamp: time.Now().UnixMilli() + 1000}, nil)
+	if resp.ResponseCode() != wire.Success || bytes.Count(resp.Body, []byte("namespaced-")) != len(out) {
+		t.Errorf("query of tenant%%%s by key: %s %s, %d messages", topic, resp.ResponseCode(), resp.Remark, bytes.Count(resp.Body, []byte("namespaced-")))
+	}
+	if r := k.invoke(wire.QueryMessage, &wire.QueryMessageRequestHeader{Topic: topic, Key: "ns-key", MaxNum: 64,
+		EndTimestamp: time.Now().UnixMilli() + 1000}, nil); bytes.Contains(r.Body, []byte("namespaced-")) {
+		t.Errorf("messages of the namespace are in %s, outside it", topic)
+	}
+}
+
 // writeTestCertificate writes a self-signed certificate for 127.0.0.1 and
 // localhost, and its key, as PEM files.
 func writeTestCertificate(t *testing.T) (certFile, keyFile string) {

@@ -73,6 +73,8 @@ type karman struct {
 	// nodeTLS, when set, makes the Node.js clients use TLS and trust the
 	// certificate in this PEM file.
 	nodeTLS string
+	// nodeNamespace, when set, is the namespace of the Node.js clients.
+	nodeNamespace string
 }
 
 // readAnnouncements reads serve's start-up lines up to "karman: ready" and

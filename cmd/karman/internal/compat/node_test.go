@@ -186,6 +186,9 @@ func (k *karman) startNodeTimeout(script string, timeout time.Duration, params m
 	if k.nodeTLS != "" {
 		cmd.Env = append(cmd.Env, "COMPAT_TLS=1", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH="+k.nodeTLS)
 	}
+	if k.nodeNamespace != "" {
+		cmd.Env = append(cmd.Env, "COMPAT_NAMESPACE="+k.nodeNamespace)
+	}
 	cmd.WaitDelay = 5 * time.Second
 	n := &nodeScript{t: t, name: script, timeout: timeout, cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout = &n.stdout

@@ -35,10 +35,12 @@ const logger = {
 };
 
 // clientOptions returns the options every client of a scenario shares;
-// COMPAT_TLS=1 makes the clients use TLS.
+// COMPAT_TLS=1 makes the clients use TLS, COMPAT_NAMESPACE sets their
+// namespace.
 function clientOptions(endpoint, extra) {
   const sslEnabled = process.env.COMPAT_TLS === '1';
-  return { endpoints: endpoint, namespace: '', logger, requestTimeout: 5000, sslEnabled, ...extra };
+  const namespace = process.env.COMPAT_NAMESPACE ?? '';
+  return { endpoints: endpoint, namespace, logger, requestTimeout: 5000, sslEnabled, ...extra };
 }
 
 // filter returns the client's filter expression for a tag expression, or
