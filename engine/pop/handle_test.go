@@ -99,7 +99,7 @@ func TestHandleRoundTrip(t *testing.T) {
 				t.Fatalf("Encode = %q: want %q and %d characters", text, prefix, tailLen)
 			}
 			for _, c := range text[len(prefix):] {
-				if !strings.ContainsRune(b64Alphabet, c) {
+				if !strings.ContainsRune(alphabet, c) {
 					t.Fatalf("Encode = %q: %q is not base64url", text, c)
 				}
 			}
@@ -261,7 +261,7 @@ func TestHandleAnyChangeRefused(t *testing.T) {
 func TestHandleCanonical(t *testing.T) {
 	s := NewSigner(testKey)
 	good := s.Encode(typical, "G")
-	last := strings.IndexByte(b64Alphabet, good[len(good)-1])
+	last := strings.IndexByte(alphabet, good[len(good)-1])
 	// A handle whose tail has the characters base64url and base64 spell
 	// differently.
 	var urlChars string
@@ -275,8 +275,8 @@ func TestHandleCanonical(t *testing.T) {
 	tests := []struct {
 		name, text string
 	}{
-		{"spare bits set", good[:len(good)-1] + string(b64Alphabet[last|1])},
-		{"spare bits set high", good[:len(good)-1] + string(b64Alphabet[last|2])},
+		{"spare bits set", good[:len(good)-1] + string(alphabet[last|1])},
+		{"spare bits set high", good[:len(good)-1] + string(alphabet[last|2])},
 		{"standard alphabet", strings.NewReplacer("-", "+", "_", "/").Replace(urlChars)},
 		{"padded", good + "="},
 		{"line break in tail", good[:len(good)-20] + "\n" + good[len(good)-20:]},

@@ -89,34 +89,3 @@ func TestPrefixCacheConsistent(t *testing.T) {
 	}
 }
 
-// TestPrefixCacheSpread checks that families of similar names, as
-// deployments name their groups and topics, spread over the buckets about
-// as random keys would, so their pairs do not evict each other.
-func TestPrefixCacheSpread(t *testing.T) {
-	var c prefixCache
-	c.init()
-	families := map[string]func(i int) (group, topic string){
-		"numbered groups": func(i int) (string, string) { return fmt.Sprintf("group-%d", i), "orders" },
-		"numbered topics": func(i int) (string, string) { return "G", fmt.Sprintf("topic-%04d", i) },
-		"middle differs": func(i int) (string, string) {
-			return fmt.Sprintf("consumer-%03d-of-the-order-service", i), "%RETRY%consumer-of-the-order-service"
-		},
-		"short":         func(i int) (string, string) { return string(rune('a' + i%26)), string(rune('A' + i/26%26)) },
-		"swapped names": func(i int) (string, string) { return fmt.Sprint(i % 30), fmt.Sprint(i / 30) },
-	}
-	const n = 600 // fewer than the buckets: random keys leave ~450 used
-	for name, pair := range families {
-		used := make(map[uint64]int)
-		for i := range n {
-			g, tp := pair(i)
-			used[c.hash(g, tp)&(prefixBuckets-1)]++
-		}
-		most := 0
-		for _, k := range used {
-			most = max(most, k)
-		}
-		if len(used) < 400 || most > 8 {
-			t.Errorf("%s: %d pairs in %d buckets, up to %d in one", name, n, len(used), most)
-		}
-	}
-}
