@@ -88,4 +88,3 @@ func TestPrefixCacheConsistent(t *testing.T) {
 		t.Fatal("the cached topic points into the handle text")
 	}
 }
-
