@@ -6,6 +6,7 @@ import (
 
 	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/session"
+	"github.com/karmanmq/karman/protocol/grpc/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -37,18 +38,30 @@ func digestOf(ctx context.Context) convert.Digest {
 	return convert.DigestMD5
 }
 
+// incomingHeader returns the first value of request header key, "" when
+// there is none.
+func incomingHeader(ctx context.Context, key string) string {
+	if v, ok := transport.IncomingHeader(ctx, key); ok {
+		return v
+	}
+	// Not metadata.FromIncomingContext, which copies every header.
+	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // attach looks up the client the call names and puts its session into ctx.
 func (s *Server) attach(ctx context.Context) context.Context {
-	// Not metadata.FromIncomingContext, which copies every header.
-	ids := metadata.ValueFromIncomingContext(ctx, headerClientID)
-	if len(ids) == 0 || ids[0] == "" {
+	id := incomingHeader(ctx, headerClientID)
+	if id == "" {
 		return ctx
 	}
 	var remote net.Addr
 	if p, ok := peer.FromContext(ctx); ok {
 		remote = p.Addr
 	}
-	return context.WithValue(ctx, sessionKey{}, s.sessions.TouchAddr(ids[0], remote))
+	return context.WithValue(ctx, sessionKey{}, s.sessions.TouchAddr(id, remote))
 }
 
 func (s *Server) unaryInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

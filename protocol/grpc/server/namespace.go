@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -18,12 +17,7 @@ import (
 // handled, and every name a client of a namespace uses lands in it.
 
 // callNamespace returns the namespace the call declares, "" for none.
-func callNamespace(ctx context.Context) string {
-	if v := metadata.ValueFromIncomingContext(ctx, headerNamespace); len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
+func callNamespace(ctx context.Context) string { return incomingHeader(ctx, headerNamespace) }
 
 // fillNamespace sets ns as the namespace of every named resource in the
 // request v that has none.

@@ -25,7 +25,8 @@ type stream struct {
 	m      *method
 	ctx    context.Context
 	cancel context.CancelFunc
-	gzip   bool // messages flagged compressed are gzip
+	md     metadata.MD // the request's metadata, as in ctx
+	gzip   bool        // messages flagged compressed are gzip
 
 	// Used by the reader only.
 	partial    []byte // bytes of a message still arriving
@@ -157,6 +158,7 @@ func (c *conn) newStream(id uint32, m *method, req *request) *stream {
 		gzip:    req.encoding == "gzip",
 		recvWin: int64(c.opts.WindowSize),
 		notify:  make(chan struct{}, 1),
+		md:      req.md,
 	}
 	c.wmu.Lock()
 	st.sendWin = c.peerInitWin
@@ -739,6 +741,22 @@ func Uncork(ctx context.Context) {
 		st.corked = false
 		st.c.kickWriter()
 	}
+}
+
+// IncomingHeader returns the first value of the request header key
+// (lower case) of the call of ctx, as metadata.ValueFromIncomingContext
+// does, but without copying it or, when it is absent, comparing key
+// with every header; ok is false when this package's server does not
+// run the call (use the metadata package then).
+func IncomingHeader(ctx context.Context, key string) (value string, ok bool) {
+	st := streamOf(ctx)
+	if st == nil {
+		return "", false
+	}
+	if v := st.md[key]; len(v) > 0 {
+		return v[0], true
+	}
+	return "", true
 }
 
 // streamOf returns the call of ctx, if this package's server runs it.
