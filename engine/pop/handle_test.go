@@ -66,27 +66,29 @@ func signV2(s *Signer, body, group string) string {
 	return body + base64.RawURLEncoding.EncodeToString(mac[:])
 }
 
+// handleCases are the handles the round-trip tests encode and decode.
+var handleCases = []struct {
+	name  string
+	h     Handle
+	group string
+}{
+	{"zero", Handle{}, "G"},
+	{"typical", typical, "G"},
+	{"extremes", Handle{Topic: "%RETRY%G", Queue: math.MaxInt32, Offset: math.MaxInt64, Nonce: math.MaxUint32, Deadline: math.MaxInt64}, "G"},
+	{"negatives", Handle{Topic: "t", Queue: math.MinInt32, Offset: math.MinInt64, Deadline: -1}, "G"},
+	{"empty topic", Handle{Queue: 1, Offset: 2}, "G"},
+	{"empty group", Handle{Topic: "t"}, ""},
+	{"empty both", Handle{Offset: 1}, ""},
+	{"long names", Handle{Topic: strings.Repeat("t", 255), Offset: 1}, strings.Repeat("g", 255)},
+	{"names too long to cache", Handle{Topic: strings.Repeat("t", 256), Offset: 1}, strings.Repeat("g", 1000)},
+	{"block-sized names", Handle{Topic: strings.Repeat("t", 16), Offset: 1}, strings.Repeat("g", 32)},
+	{"topic with spaces", Handle{Topic: " a b ", Offset: 1}, "G"},
+	{"group with spaces", Handle{Topic: "t", Offset: 1}, "a b"},
+}
+
 func TestHandleRoundTrip(t *testing.T) {
 	s := NewSigner(testKey)
-	tests := []struct {
-		name  string
-		h     Handle
-		group string
-	}{
-		{"zero", Handle{}, "G"},
-		{"typical", typical, "G"},
-		{"extremes", Handle{Topic: "%RETRY%G", Queue: math.MaxInt32, Offset: math.MaxInt64, Nonce: math.MaxUint32, Deadline: math.MaxInt64}, "G"},
-		{"negatives", Handle{Topic: "t", Queue: math.MinInt32, Offset: math.MinInt64, Deadline: -1}, "G"},
-		{"empty topic", Handle{Queue: 1, Offset: 2}, "G"},
-		{"empty group", Handle{Topic: "t"}, ""},
-		{"empty both", Handle{Offset: 1}, ""},
-		{"long names", Handle{Topic: strings.Repeat("t", 255), Offset: 1}, strings.Repeat("g", 255)},
-		{"names too long to cache", Handle{Topic: strings.Repeat("t", 256), Offset: 1}, strings.Repeat("g", 1000)},
-		{"block-sized names", Handle{Topic: strings.Repeat("t", 16), Offset: 1}, strings.Repeat("g", 32)},
-		{"topic with spaces", Handle{Topic: " a b ", Offset: 1}, "G"},
-		{"group with spaces", Handle{Topic: "t", Offset: 1}, "a b"},
-	}
-	for _, tt := range tests {
+	for _, tt := range handleCases {
 		t.Run(tt.name, func(t *testing.T) {
 			text := s.Encode(tt.h, tt.group)
 			got, err := s.Decode(text, tt.group)

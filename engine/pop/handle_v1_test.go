@@ -2,7 +2,6 @@ package pop
 
 import (
 	"encoding/hex"
-	"math"
 	"strings"
 	"testing"
 )
@@ -20,19 +19,10 @@ func encodeV1(s *Signer, h Handle, group string) string {
 
 func TestHandleV1Decodes(t *testing.T) {
 	s := NewSigner(testKey)
-	tests := []struct {
-		name  string
-		h     Handle
-		group string
-	}{
-		{"zero", Handle{}, "G"},
-		{"typical", typical, "G"},
-		{"extremes", Handle{Topic: "%RETRY%G", Queue: math.MaxInt32, Offset: math.MaxInt64, Nonce: math.MaxUint32, Deadline: math.MaxInt64}, "G"},
-		{"negatives", Handle{Topic: "t", Queue: math.MinInt32, Offset: math.MinInt64, Deadline: -1}, "G"},
-		{"empty group", Handle{Topic: "t"}, ""},
-		{"long names", Handle{Topic: strings.Repeat("t", 255), Offset: 1}, strings.Repeat("g", 255)},
-	}
-	for _, tt := range tests {
+	for _, tt := range handleCases {
+		if tt.h.Topic == "" || strings.ContainsRune(tt.h.Topic, ' ') {
+			continue // version 1 separates its fields with spaces
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			text := encodeV1(s, tt.h, tt.group)
 			if got, err := s.Decode(text, tt.group); err != nil || got != tt.h {
