@@ -331,10 +331,22 @@ func (d *dispatcher) index(off int64, payload []byte) error {
 	if err := d.resolveHalf(&p); err != nil {
 		return err
 	}
-	if len(p.lmq) > 0 {
+	if len(p.lmq) > 0 && !parked(h.Topic) {
 		return d.indexLightQueues(p.lmq, entry)
 	}
 	return nil
+}
+
+// parked reports whether topic is where the engine keeps messages that
+// are not visible yet (half messages, timers) or any more (half messages
+// out of checks). A parked message reaches its light queues when it is
+// stored again in its own topic, committed or due.
+func parked(topic []byte) bool {
+	switch string(topic) {
+	case message.TopicTransHalf, message.TopicTimer, message.TopicSchedule, message.TopicTransCheckMaxTime:
+		return true
+	}
+	return false
 }
 
 var timerTopic = []byte(message.TopicTimer)
