@@ -1,8 +1,6 @@
 package convert
 
 import (
-	"strings"
-
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 )
@@ -31,11 +29,11 @@ func Namespaced(ns, name string) string {
 	if ns == "" || name == "" || message.IsSystemTopic(name) {
 		return name
 	}
-	prefix, rest := splitRetryPrefix(name)
-	if strings.HasPrefix(rest, ns+namespaceSeparator) {
+	p := retryPrefixLen(name)
+	if _, ok := cutNamespace(ns, name[p:]); ok {
 		return name
 	}
-	return prefix + ns + namespaceSeparator + rest
+	return name[:p] + ns + namespaceSeparator + name[p:]
 }
 
 // WithoutNamespace returns the name a client of namespace ns knows the
@@ -45,35 +43,38 @@ func WithoutNamespace[S ~string | ~[]byte](ns string, name S) S {
 	if ns == "" {
 		return name
 	}
-	prefix := 0
-	for _, p := range retryPrefixes {
-		if len(name) >= len(p) && string(name[:len(p)]) == p {
-			prefix = len(p)
-			break
-		}
-	}
-	rest := name[prefix:]
-	n := len(ns) + len(namespaceSeparator)
-	if len(rest) <= n || string(rest[:len(ns)]) != ns || string(rest[len(ns):n]) != namespaceSeparator {
+	p := retryPrefixLen(name)
+	rest, ok := cutNamespace(ns, name[p:])
+	switch {
+	case !ok || len(rest) == 0: // "ns%" alone is not a name in ns
 		return name
+	case p == 0:
+		return rest
 	}
-	if prefix == 0 {
-		return rest[n:]
-	}
-	return S(append([]byte(name[:prefix]), rest[n:]...))
+	return S(append([]byte(name[:p]), rest...))
 }
 
 // retryPrefixes are the prefixes of retry and dead-letter topics, which go
 // in front of the namespace.
 var retryPrefixes = [...]string{message.RetryTopicPrefix, message.DLQTopicPrefix}
 
-// splitRetryPrefix splits the retry or dead-letter prefix off name, which
-// goes in front of the namespace.
-func splitRetryPrefix(name string) (prefix, rest string) {
+// retryPrefixLen returns the length of name's retry or dead-letter
+// prefix, 0 when it has none.
+func retryPrefixLen[S ~string | ~[]byte](name S) int {
 	for _, p := range retryPrefixes {
-		if rest, ok := strings.CutPrefix(name, p); ok {
-			return p, rest
+		if len(name) >= len(p) && string(name[:len(p)]) == p {
+			return len(p)
 		}
 	}
-	return "", name
+	return 0
+}
+
+// cutNamespace returns name without the leading "ns%" and whether it had
+// one.
+func cutNamespace[S ~string | ~[]byte](ns string, name S) (S, bool) {
+	n := len(ns) + len(namespaceSeparator)
+	if len(name) < n || string(name[:len(ns)]) != ns || string(name[len(ns):n]) != namespaceSeparator {
+		return name, false
+	}
+	return name[n:], true
 }

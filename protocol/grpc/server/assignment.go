@@ -55,7 +55,7 @@ func (s *Server) assignments(req *rmqpb.QueryAssignmentRequest) ([]*rmqpb.Assign
 		ep = dialled(req.GetEndpoints())
 	}
 	broker := &rmqpb.Broker{Name: s.opts.BrokerName, Id: 0, Endpoints: ep}
-	res := &rmqpb.Resource{ResourceNamespace: req.GetTopic().GetResourceNamespace(), Name: req.GetTopic().GetName()}
+	res := clientResource(req.GetTopic())
 	types := acceptedTypes(t.MessageType)
 	mq := func(id int32, perm rmqpb.Permission) *rmqpb.Assignment {
 		return &rmqpb.Assignment{MessageQueue: &rmqpb.MessageQueue{

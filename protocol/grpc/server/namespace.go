@@ -19,6 +19,12 @@ import (
 // callNamespace returns the namespace the call declares, "" for none.
 func callNamespace(ctx context.Context) string { return incomingHeader(ctx, headerNamespace) }
 
+// clientResource returns a copy of r as a client named it (name and
+// namespace apart), for answers that name the resource back.
+func clientResource(r *rmqpb.Resource) *rmqpb.Resource {
+	return &rmqpb.Resource{ResourceNamespace: r.GetResourceNamespace(), Name: r.GetName()}
+}
+
 // fillNamespace sets ns as the namespace of every named resource in the
 // request v that has none.
 func fillNamespace(v any, ns string) {

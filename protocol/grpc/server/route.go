@@ -79,7 +79,7 @@ func dialled(ep *rmqpb.Endpoints) *rmqpb.Endpoints {
 // routeQueues returns the queues of a topic as one broker holds them,
 // naming the topic as the client did (topic).
 func routeQueues(cfg meta.Topic, topic *rmqpb.Resource, brokerName string, ep *rmqpb.Endpoints) []*rmqpb.MessageQueue {
-	res := &rmqpb.Resource{ResourceNamespace: topic.GetResourceNamespace(), Name: topic.GetName()}
+	res := clientResource(topic)
 	broker := &rmqpb.Broker{Name: brokerName, Id: 0, Endpoints: ep}
 	types := acceptedTypes(cfg.MessageType)
 	n := cfg.Queues()
