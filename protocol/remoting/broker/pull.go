@@ -31,17 +31,15 @@ import (
 // SUBSCRIPTION flag makes the request's subscription and expressionType
 // the filter; without it the group's subscription from its heartbeats
 // is used, and a group that never subscribed the topic gets
-// SUBSCRIPTION_NOT_EXIST.
+// SUBSCRIPTION_NOT_EXIST. A pull for maxMsgNums ≤ 0 answers at most one
+// message, as Java does.
 
 func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
 	var h wire.PullMessageRequestHeader
 	if err := decodeHeader(req, &h); err != nil {
 		return errorResponse(req, err)
 	}
-	if h.MaxMsgNums <= 0 {
-		return errorResponse(req, fmt.Errorf("%w: maxMsgNums %d", errInvalidRequest, h.MaxMsgNums))
-	}
-	batch := int(min(h.MaxMsgNums, engine.MaxPullMessages))
+	batch := pullBatch(h.MaxMsgNums)
 	g, err := b.group(ctx, h.ConsumerGroup)
 	if err != nil {
 		return errorResponse(req, err)
@@ -106,6 +104,14 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 			return pullResponse(req, wire.PullNotFound, offset, res.MinOffset, max(res.MaxOffset, offset))
 		}
 	}
+}
+
+// pullBatch is how many messages a pull asking for maxMsgNums may
+// answer. Java fills a batch until it is full but always takes the first
+// message, so a pull asking for none or fewer gets one: the Go pull
+// consumer asks for 0 when WithPullBatchSize was not given.
+func pullBatch(maxMsgNums int32) int {
+	return int(max(min(maxMsgNums, engine.MaxPullMessages), 1))
 }
 
 // waitForArrival waits until (topic, queue) holds a message at offset,
