@@ -26,7 +26,11 @@ import (
 // set: then it is created with Options.DefaultQueues queues, as its first
 // send would create it, so that a producer started with the topic works
 // before it sends anything.
+//
+// A client still starting gets the answer to its settings again shortly
+// after (startup.go).
 func (s *Server) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest) (*rmqpb.QueryRouteResponse, error) {
+	defer s.startups.routeQueried(sessionOf(ctx))
 	name := convert.ResourceName(req.GetTopic())
 	if name == "" {
 		return &rmqpb.QueryRouteResponse{Status: statusOf(fmt.Errorf("%w: QueryRoute names no topic", errIllegalTopic))}, nil

@@ -121,6 +121,7 @@ type Server struct {
 	endpoint *rmqpb.Endpoints
 	sessions *session.Table
 	leases   leaseTable // receipts renewed for clients (renew.go)
+	startups startups   // settings answers of starting clients (startup.go)
 	log      *slog.Logger
 
 	ctx     context.Context

@@ -47,7 +47,8 @@ const (
 // the FIFO flag, batch size, long-polling time and retry policy of a
 // consumer's group. Clients do not finish starting before that answer, so
 // every settings message gets one, an error status when the settings are
-// refused.
+// refused; a client that is still starting gets it again after its route
+// queries (startup.go).
 //
 // The server writes commands for the client to the stream, such as
 // transaction checks (transaction_check.go), queued on the client's
@@ -123,12 +124,9 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 func (s *Server) telemetryReply(sess *session.Session, cmd *rmqpb.TelemetryCommand) *rmqpb.TelemetryCommand {
 	switch c := cmd.GetCommand().(type) {
 	case *rmqpb.TelemetryCommand_Settings:
-		settings, err := s.applySettings(sess, c.Settings)
-		if err != nil {
-			s.log.Warn("client settings refused", "client", sess.ID(), "err", err)
-			return &rmqpb.TelemetryCommand{Status: statusOf(err)}
-		}
-		return &rmqpb.TelemetryCommand{Status: okStatus(), Command: &rmqpb.TelemetryCommand_Settings{Settings: settings}}
+		answer := s.settingsAnswer(sess, c.Settings)
+		s.startups.answered(sess, c.Settings, answer)
+		return answer
 	case *rmqpb.TelemetryCommand_PrintThreadStackTraceCommand:
 		// The server has no stack to show a client; it answers so that the
 		// asker does not wait.
@@ -141,6 +139,17 @@ func (s *Server) telemetryReply(sess *session.Session, cmd *rmqpb.TelemetryComma
 	// verifications), bare statuses and commands of later protocol
 	// versions need no answer.
 	return nil
+}
+
+// settingsAnswer is the answer to settings a client declared: the
+// settings it is to use, or the error status that refuses them.
+func (s *Server) settingsAnswer(sess *session.Session, st *rmqpb.Settings) *rmqpb.TelemetryCommand {
+	settings, err := s.applySettings(sess, st)
+	if err != nil {
+		s.log.Warn("client settings refused", "client", sess.ID(), "err", err)
+		return &rmqpb.TelemetryCommand{Status: statusOf(err)}
+	}
+	return &rmqpb.TelemetryCommand{Status: okStatus(), Command: &rmqpb.TelemetryCommand_Settings{Settings: settings}}
 }
 
 // applySettings checks the settings a client declared, registers the
