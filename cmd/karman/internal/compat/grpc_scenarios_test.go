@@ -321,3 +321,102 @@ func TestGRPCScenarioUnknown(t *testing.T) {
 		checkRefused(t, "consumer of an unknown topic", res.Error, codeTopicNotFound, missing)
 	}
 }
+
+// tryResult is trysend.js's receipt or error for one message.
+type tryResult struct {
+	sentMessage
+	Error *struct {
+		Name    string `json:"name"`
+		Message string `json:"message"`
+		Code    *int   `json:"code"`
+	} `json:"error"`
+}
+
+// nodeTrySend sends msgs in order with a Node producer, going on after
+// refused ones, and returns what became of each.
+func (k *karman) nodeTrySend(topic string, msgs []outMessage) []tryResult {
+	k.t.Helper()
+	var res struct {
+		Sent []tryResult `json:"sent"`
+	}
+	k.node("trysend", map[string]any{"topic": topic, "messages": msgs}, &res)
+	if len(res.Sent) != len(msgs) {
+		k.t.Fatalf("trysend.js tried %d messages, want %d", len(res.Sent), len(msgs))
+	}
+	return res.Sent
+}
+
+// codeBodyEmpty is MESSAGE_BODY_EMPTY.
+const codeBodyEmpty = 41302
+
+// TestGRPCScenarioUnusualMessages: a message with many user properties,
+// one with several keys and one with an empty body reach a consumer as
+// they were sent, or are refused as RocketMQ's proxy refuses them; a
+// message group on a NORMAL topic and a delivery time on a FIFO topic are
+// refused by the client itself (the route says which types the topic
+// takes), as is a message with both a group and a delivery time.
+func TestGRPCScenarioUnusualMessages(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const normal, fifo, group = "GrpcUnusual", "GrpcUnusualFifo", "grpc-unusual"
+	k.createTypedTopic(normal, 1, "NORMAL")
+	k.createTypedTopic(fifo, 1, "FIFO")
+	many := map[string]string{}
+	for i := range 64 {
+		many["prop-"+strconv.Itoa(i)] = "värde " + strconv.Itoa(i) + " ✓ " + strings.Repeat("x", i)
+	}
+	out := []outMessage{
+		{Body: "many-properties", Tag: "unusual", Properties: many},
+		{Body: "several-keys", Keys: []string{"order-1", "customer-7", "region-eu"}},
+		{Body: "", Tag: "empty"},
+		{Body: "grouped-on-normal", Group: "g1"},
+		{Body: "unusual-last", Tag: "unusual"},
+	}
+	res := k.nodeTrySend(normal, out)
+	fifoRes := k.nodeTrySend(fifo, []outMessage{
+		{Body: "delayed-on-fifo", DelayMs: 1000},
+		{Body: "grouped-and-delayed", Group: "g1", DelayMs: 1000},
+		{Body: "fifo-ok", Group: "g1"},
+	})
+
+	// refused checks that r was refused: by the server with code, or by
+	// the client itself (code 0).
+	refused := func(r tryResult, code int) {
+		t.Helper()
+		switch {
+		case r.Error == nil:
+			t.Errorf("%q was sent (id %s), want it refused", r.Body, r.ID)
+		case code == 0 && r.Error.Code != nil:
+			t.Errorf("%q: %s %s (code %v), want the client to refuse it", r.Body, r.Error.Name, r.Error.Message, r.Error.Code)
+		case code != 0 && (r.Error.Code == nil || *r.Error.Code != code):
+			t.Errorf("%q: %s %s (code %v), want status code %d", r.Body, r.Error.Name, r.Error.Message, r.Error.Code, code)
+		default:
+			t.Logf("%q refused: %s", r.Body, r.Error.Message)
+		}
+	}
+	refused(res[2], codeBodyEmpty)
+	refused(res[3], 0)
+	refused(fifoRes[0], 0)
+	refused(fifoRes[1], 0)
+	if fifoRes[2].Error != nil {
+		t.Errorf("a FIFO message after refused ones: %+v", fifoRes[2].Error)
+	}
+
+	var want []outMessage
+	var sent []sentMessage
+	for i, r := range res {
+		if r.Error == nil {
+			want, sent = append(want, out[i]), append(sent, r.sentMessage)
+		}
+	}
+	for _, i := range []int{0, 1, 4} {
+		if res[i].Error != nil {
+			t.Errorf("%q refused: %+v", res[i].Body, res[i].Error)
+		}
+	}
+	got := k.nodeReceive(map[string]any{"topic": normal, "group": group, "until": "unusual-last"})
+	checkDelivered(t, normal, want, sent, got)
+	if n := k.storedWithin(fifo, 0); n != 1 {
+		t.Errorf("%s holds %d messages, want 1", fifo, n)
+	}
+}
