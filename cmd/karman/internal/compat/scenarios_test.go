@@ -4,14 +4,22 @@ package compat
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/remoting/broker"
+	"github.com/karmanmq/karman/protocol/remoting/peer"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
@@ -293,6 +301,426 @@ func (k *karman) persistUntil(c pullClient, group, topic string, queue int32, wa
 		}
 		if time.Now().After(deadline) {
 			k.t.Fatalf("%s committed %d in %s/%d, want %d", group, got, topic, queue, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A pull consumer's tag subscription filters what it pulls: the broker
+// skips the other tags and nextBeginOffset moves past them.
+func TestPullConsumerTagFilter(t *testing.T) {
+	k := startKarman(t)
+	const topic = "PulledTags"
+	k.createTopic(topic, 1)
+	p := k.producer()
+	for i, tag := range []string{"red", "green", "red", "green", "blue", "green"} {
+		p.send(primitive.NewMessage(topic, []byte(tag+"-"+strconv.Itoa(i))).WithTag(tag))
+	}
+	c := k.pullConsumer("tag-puller", topic, "red || blue")
+	mqs, err := c.GetTopicRouteInfo(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queueOf(t, mqs, 0)
+	res, err := c.PullFrom(context.Background(), q, 0, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bodies(res.GetMessageExts()); res.Status != primitive.PullFound || !slices.Equal(got, []string{"red-0", "red-2", "blue-4"}) {
+		t.Fatalf("pulled %v (status %v)", got, res.Status)
+	}
+	var offsets []int64
+	for _, m := range res.GetMessageExts() {
+		offsets = append(offsets, m.QueueOffset)
+	}
+	if !slices.Equal(offsets, []int64{0, 2, 4}) || res.NextBeginOffset != 6 {
+		t.Fatalf("offsets %v, next %d", offsets, res.NextBeginOffset)
+	}
+	// From a message of another tag, one at a time: the next match.
+	res, err = c.PullFrom(context.Background(), q, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bodies(res.GetMessageExts()); !slices.Equal(got, []string{"blue-4"}) || res.NextBeginOffset != 5 {
+		t.Fatalf("pulled %v from 3, next %d", got, res.NextBeginOffset)
+	}
+	// Only non-matching messages left: nothing, and the offset moves on.
+	res, err = c.PullFrom(context.Background(), q, 5, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status == primitive.PullFound || res.NextBeginOffset != 6 {
+		t.Fatalf("pull from 5: status %v, next %d, %v", res.Status, res.NextBeginOffset, bodies(res.GetMessageExts()))
+	}
+	// Pull reads from the group's position: a new group on a young queue
+	// starts at 0.
+	res, err = c.Pull(context.Background(), 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bodies(res.GetMessageExts()); !slices.Equal(got, []string{"red-0", "red-2", "blue-4"}) {
+		t.Fatalf("Pull got %v", got)
+	}
+}
+
+// adminClient is the Go client's admin API.
+func (k *karman) adminClient(opts ...admin.AdminOption) admin.Admin {
+	k.t.Helper()
+	a, err := admin.NewAdmin(append([]admin.AdminOption{
+		admin.WithResolver(primitive.NewPassthroughResolver([]string{k.namesrv}))}, opts...)...)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	k.t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// brokerTopics answers the names of the topics the broker holds.
+func (k *karman) brokerTopics() []string {
+	k.t.Helper()
+	resp := k.invoke(wire.GetAllTopicConfig, nil, nil)
+	var w struct {
+		TopicConfigTable map[string]json.RawMessage `json:"topicConfigTable"`
+	}
+	if err := json.Unmarshal(resp.Body, &w); err != nil {
+		k.t.Fatalf("topic configs %s: %v", resp.Remark, err)
+	}
+	return slices.Sorted(maps.Keys(w.TopicConfigTable))
+}
+
+// waitNoRoute waits until the name server no longer routes topic.
+func (k *karman) waitNoRoute(topic string) {
+	k.t.Helper()
+	p, err := peer.Dial(context.Background(), k.namesrv, peer.Options{RequestTimeout: 5 * time.Second})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	defer p.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		req := wire.NewRequest(wire.GetRouteInfoByTopic, nil)
+		req.EncodeHeader(&wire.GetRouteInfoRequestHeader{Topic: topic})
+		resp, err := p.Invoke(context.Background(), req)
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		if resp.ResponseCode() == wire.TopicNotExist {
+			return
+		}
+		if time.Now().After(deadline) {
+			k.t.Fatalf("%s is still routed: %s", topic, resp.ResponseCode())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The admin API: topics created and deleted through it, the name
+// server's topic list, publishing queues, cluster names and the broker's
+// consumer groups all match what the broker holds.
+func TestAdmin(t *testing.T) {
+	k := startKarman(t)
+	a := k.adminClient()
+	ctx := context.Background()
+	const topic = "AdminMade"
+	err := a.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(k.broker),
+		admin.WithReadQueueNums(3), admin.WithWriteQueueNums(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.waitRoute(topic)
+	if !slices.Contains(k.brokerTopics(), topic) {
+		t.Fatalf("the broker holds %v, not %s", k.brokerTopics(), topic)
+	}
+
+	mqs, err := a.FetchPublishMessageQueues(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for _, mq := range mqs {
+		if mq.Topic != topic || mq.BrokerName != broker.DefaultBrokerName {
+			t.Errorf("publishing queue %v", mq)
+		}
+		ids = append(ids, mq.QueueId)
+	}
+	if slices.Sort(ids); !slices.Equal(ids, []int{0, 1, 2}) {
+		t.Fatalf("publishing queues %v", ids)
+	}
+	clusters, err := a.FetchClusterList(topic)
+	if err != nil || !slices.Equal(clusters, []string{broker.DefaultClusterName}) {
+		t.Fatalf("clusters of %s: %v %v", topic, clusters, err)
+	}
+
+	// The name server lists what the broker registered.
+	list, err := a.FetchAllTopicList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := slices.Sorted(slices.Values(list.TopicList))
+	if !slices.Equal(listed, k.brokerTopics()) {
+		t.Fatalf("name server lists %v, broker holds %v", listed, k.brokerTopics())
+	}
+
+	// Groups.
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: "admin-group", ConsumeEnable: true, RetryMaxTimes: 5})
+	groups, err := a.GetAllSubscriptionGroup(ctx, k.broker, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, ok := groups.SubscriptionGroupTable["admin-group"]
+	if !ok || g.GroupName != "admin-group" || !g.ConsumeEnable || g.RetryMaxTimes != 5 || g.ConsumeBroadcastEnable {
+		t.Fatalf("admin-group is %+v (%v) among %v", g, ok, slices.Collect(maps.Keys(groups.SubscriptionGroupTable)))
+	}
+	if groups.DataVersion.Timestamp == 0 {
+		t.Errorf("group table without a data version: %+v", groups.DataVersion)
+	}
+
+	// Deleting the topic removes it from the broker and the name server.
+	if err := a.DeleteTopic(ctx, admin.WithTopicDelete(topic)); err != nil {
+		t.Fatal(err)
+	}
+	k.waitNoRoute(topic)
+	if slices.Contains(k.brokerTopics(), topic) {
+		t.Fatalf("the broker still holds %s", topic)
+	}
+	list, err = a.FetchAllTopicList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(list.TopicList, topic) {
+		t.Fatalf("the name server still lists %s", topic)
+	}
+	if _, err := a.FetchPublishMessageQueues(ctx, "NeverMade"); err == nil {
+		t.Fatal("publishing queues of a topic nobody made")
+	}
+}
+
+// Namespaces: the client prefixes topics and groups with "ns%"; messages
+// flow under the prefixed names (the Go push consumer, unlike Java's,
+// hands them over with the prefix, retried ones included), failed messages are retried through the namespaced retry topic and end
+// in the namespaced dead-letter topic.
+func TestNamespace(t *testing.T) {
+	k := startKarman(t)
+	const ns, topic, group = "ns", "NsTopic", "nsgroup"
+	k.createTopic(ns+"%"+topic, 2)
+	k.createGroup(broker.SubscriptionGroupConfig{
+		GroupName: ns + "%" + group, ConsumeEnable: true, RetryMaxTimes: 1,
+		GroupRetryPolicy: &broker.GroupRetryPolicy{Type: broker.RetryPolicyCustomized,
+			CustomizedRetryPolicy: &broker.CustomizedRetryPolicy{Next: []int64{50, 50, 50}}},
+	})
+	all := newReceived()
+	k.pushConsumer(group, topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		all.add(msgs...)
+		for _, m := range msgs {
+			if m.GetTags() == "bad" {
+				return consumer.ConsumeRetryLater
+			}
+		}
+		return consumer.ConsumeSuccess
+	}, consumer.WithNamespace(ns), consumer.WithMaxReconsumeTimes(1), consumer.WithConsumeMessageBatchMaxSize(1))
+	p := k.producer(producer.WithNamespace(ns))
+	for i := range 3 {
+		p.send(primitive.NewMessage(topic, []byte("good-"+strconv.Itoa(i))).WithTag("good"))
+	}
+	p.send(primitive.NewMessage(topic, []byte("bad-0")).WithTag("bad"))
+	all.waitFor(t, "every message, and the failed one twice", time.Minute, func() bool {
+		return all.distinct() == 4 && all.count("bad-0") == 2
+	})
+	dead := k.drainQueue(message.DLQTopic(ns+"%"+group), 1)
+	if string(dead[0].Body) != "bad-0" {
+		t.Fatalf("dead letter %s", dead[0].Body)
+	}
+	all.mu.Lock()
+	defer all.mu.Unlock()
+	for _, m := range all.msgs {
+		if m.Topic != ns+"%"+topic {
+			t.Errorf("%s delivered under topic %s, want %s%%%s", m.Body, m.Topic, ns, topic)
+		}
+	}
+	for i := range 3 {
+		if n := all.bySeq["good-"+strconv.Itoa(i)]; n != 1 {
+			t.Errorf("good-%d delivered %d times", i, n)
+		}
+	}
+	if slices.Contains(k.brokerTopics(), topic) {
+		t.Errorf("the broker made an unprefixed %s", topic)
+	}
+}
+
+// fromWhere starts a push consumer of a new group reading topic from
+// where, and returns what it receives.
+func (k *karman) fromWhere(group, topic string, where consumer.ConsumeFromWhere, opts ...consumer.Option) *received {
+	k.t.Helper()
+	got := newReceived()
+	k.pushConsumer(group, topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess
+	}, append([]consumer.Option{consumer.WithConsumeFromWhere(where)}, opts...)...)
+	return got
+}
+
+// set returns the bodies r received, sorted, each once.
+func (r *received) set() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.bySeq))
+}
+
+// sorted returns strs sorted.
+func sorted(strs ...[]string) []string {
+	return slices.Sorted(slices.Values(slices.Concat(strs...)))
+}
+
+// A new group on a queue that still holds its first message reads it
+// from the start, whatever its consume-from setting: Java's broker
+// answers offset 0 for a group without one there.
+func TestConsumeFromWhereYoungQueue(t *testing.T) {
+	k := startKarman(t)
+	const topic = "Young"
+	k.createTopic(topic, 2)
+	p := k.producer()
+	for i := range 6 {
+		p.send(primitive.NewMessage(topic, []byte("old-"+strconv.Itoa(i))))
+	}
+	future := time.Now().Add(time.Hour).UTC().Format("20060102150405")
+	groups := map[string]*received{
+		"young-last":  k.fromWhere("young-last", topic, consumer.ConsumeFromLastOffset),
+		"young-first": k.fromWhere("young-first", topic, consumer.ConsumeFromFirstOffset),
+		"young-time":  k.fromWhere("young-time", topic, consumer.ConsumeFromTimestamp, consumer.WithConsumeTimestamp(future)),
+	}
+	p.send(primitive.NewMessage(topic, []byte("new")))
+	want := sorted(seq("old", 0, 6), []string{"new"})
+	for name, got := range groups {
+		got.waitFor(t, name+" to read everything", time.Minute, func() bool { return got.distinct() == len(want) })
+		if !slices.Equal(got.set(), want) {
+			t.Errorf("%s read %v, want %v", name, got.set(), want)
+		}
+	}
+}
+
+// A new group on a queue whose first messages are gone (retention
+// deleted their segment) starts where its consume-from setting says:
+// the end, the first message left, or the first message stored at or
+// after its timestamp.
+func TestConsumeFromWhereTruncatedQueue(t *testing.T) {
+	k := startKarman(t, "--segment-size", "256KiB", "--max-message-size", "16KiB", "--retention-age", "1s", "--retention-interval", "50ms")
+	const topic = "Aged"
+	k.createTopic(topic, 1)
+	p := k.producer(producer.WithCompressMsgBodyOverHowmuch(1 << 20))
+	// 40 messages of 8 KiB fill the first segment and roll to a second,
+	// which has room for everything the test sends later, so retention
+	// deletes no more.
+	pad := strings.Repeat("x", 8192)
+	for i := range 40 {
+		p.send(primitive.NewMessage(topic, []byte(fmt.Sprintf("old-%d %s", i, pad))))
+	}
+	// Wait for retention to delete the first segment.
+	first := k.waitMinOffset(topic, 0, 0)
+	if first >= 40 {
+		t.Fatalf("retention deleted every message: min offset %d", first)
+	}
+	// Messages stored from the next whole second on, for the timestamp.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	since := time.Now()
+	for i := range 5 {
+		p.send(primitive.NewMessage(topic, []byte("later-"+strconv.Itoa(i))))
+	}
+	if min := k.minOffset(topic, 0); min != first {
+		t.Fatalf("min offset moved from %d to %d", first, min)
+	}
+
+	last := k.fromWhere("aged-last", topic, consumer.ConsumeFromLastOffset)
+	firstGot := k.fromWhere("aged-first", topic, consumer.ConsumeFromFirstOffset)
+	timed := k.fromWhere("aged-time", topic, consumer.ConsumeFromTimestamp, consumer.WithConsumeTimestamp(since.UTC().Format("20060102150405")))
+
+	// Nothing says when a group has settled on its position, so send new
+	// messages until each group has read one: each then reads every
+	// message from its position on. (The group reading from the first
+	// offset pulls offset 0 first, is told it moved, and the Go client
+	// takes 10 s to fix that and up to 20 s more to resume the queue.)
+	groups := []*received{last, firstGot, timed}
+	readNew := func(r *received) bool { return slices.ContainsFunc(r.set(), isNew) }
+	sent := 0
+	deadline := time.Now().Add(time.Minute)
+	for !all(groups, readNew) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new groups read no new message")
+		}
+		p.send(primitive.NewMessage(topic, []byte("new-"+strconv.Itoa(sent))))
+		sent++
+		time.Sleep(200 * time.Millisecond)
+	}
+	lastNew := "new-" + strconv.Itoa(sent-1)
+
+	var old []string
+	for i := first; i < 40; i++ {
+		old = append(old, fmt.Sprintf("old-%d %s", i, pad))
+	}
+	tests := []struct {
+		name string
+		got  *received
+		want []string // what it read besides new messages
+	}{
+		{"last offset", last, nil},
+		{"first offset", firstGot, sorted(old, seq("later", 0, 5))},
+		{"timestamp", timed, seq("later", 0, 5)},
+	}
+	for _, tt := range tests {
+		tt.got.waitFor(t, tt.name+" to read "+lastNew, time.Minute, func() bool { return tt.got.count(lastNew) > 0 })
+		got := slices.DeleteFunc(tt.got.set(), isNew)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s read %d messages %.200v, want %d %.200v", tt.name, len(got), got, len(tt.want), tt.want)
+		}
+	}
+}
+
+func isNew(body string) bool { return strings.HasPrefix(body, "new-") }
+
+// all reports whether ok holds for every r.
+func all(rs []*received, ok func(*received) bool) bool {
+	for _, r := range rs {
+		if !ok(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// minOffset answers the first offset (topic, queue) holds.
+func (k *karman) minOffset(topic string, queue int32) int64 {
+	k.t.Helper()
+	resp := k.invoke(wire.GetMinOffset, &wire.GetMinOffsetRequestHeader{Topic: topic, QueueID: queue}, nil)
+	var h wire.OffsetResponseHeader
+	if err := h.DecodeFields(resp.ExtFields); err != nil || resp.ResponseCode() != wire.Success {
+		k.t.Fatalf("min offset of %s/%d: %s %s %v", topic, queue, resp.ResponseCode(), resp.Remark, err)
+	}
+	return h.Offset
+}
+
+// waitMinOffset waits until (topic, queue)'s min offset is above floor,
+// and returns it.
+func (k *karman) waitMinOffset(topic string, queue int32, floor int64) int64 {
+	k.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := k.minOffset(topic, queue); m > floor {
+			return m
+		}
+		if time.Now().After(deadline) {
+			k.t.Fatalf("min offset of %s/%d stayed at %d", topic, queue, floor)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitConsumerOffset waits until the broker holds an offset for group in
+// (topic, queue): the group's consumer committed where it starts.
+func (k *karman) waitConsumerOffset(group, topic string, queue int32) {
+	k.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for k.committedOffset(group, topic, queue) < 0 {
+		if time.Now().After(deadline) {
+			k.t.Fatalf("%s committed no offset in %s/%d", group, topic, queue)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
