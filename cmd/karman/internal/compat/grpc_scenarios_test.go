@@ -420,3 +420,114 @@ func TestGRPCScenarioUnusualMessages(t *testing.T) {
 		t.Errorf("%s holds %d messages, want 1", fifo, n)
 	}
 }
+
+// TestGRPCScenarioRestart: producers and consumers restarted against the
+// same server, each time with a new client id. The messages a consumer
+// received and left unacknowledged before it shut down, or before its
+// process died, come back to the next consumer of the group once their
+// invisible time is over (not before), with attempt 2; acknowledged ones
+// never come back.
+func TestGRPCScenarioRestart(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const topic, group, invisible = "GrpcRestart", "grpc-restart", 10000
+	k.createTypedTopic(topic, 2, "NORMAL")
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: 16})
+	first := []outMessage{{Body: "ack-1"}, {Body: "ack-2"}, {Body: "left-1"}, {Body: "left-2"}}
+	sent := k.nodeSend(topic, first)
+	type leased struct {
+		nodeMessage
+		LeaseFrom int64 `json:"leaseFrom"`
+	}
+	var gone struct {
+		Received []leased `json:"received"`
+	}
+	k.node("abandon", map[string]any{"topic": topic, "group": group, "count": len(first),
+		"ack": []string{"ack-1", "ack-2"}, "invisibleMs": invisible}, &gone)
+	crashOut := []outMessage{{Body: "crash-ack"}, {Body: "crash-left"}}
+	sent = append(sent, k.nodeSend(topic, crashOut)...) // a second producer
+	var crashed struct {
+		Received []leased `json:"received"`
+	}
+	k.node("abandon", map[string]any{"topic": topic, "group": group, "count": len(crashOut),
+		"ack": []string{"crash-ack"}, "invisibleMs": invisible, "crash": true}, &crashed)
+	last := []outMessage{{Body: "after-restart"}}
+	sent = append(sent, k.nodeSend(topic, last)...)
+
+	leaseEnd := map[string]int64{}
+	for _, r := range slices.Concat(gone.Received, crashed.Received) {
+		if r.Attempt != 1 {
+			t.Errorf("before the restart, %v", r.nodeMessage)
+		}
+		leaseEnd[r.Body] = r.LeaseFrom + invisible
+	}
+	got := k.nodeReceive(map[string]any{"topic": topic, "group": group, "count": 4})
+	ids := map[string]string{}
+	for _, s := range sent {
+		ids[s.Body] = s.ID
+	}
+	want := map[string]int{"left-1": 2, "left-2": 2, "crash-left": 2, "after-restart": 1}
+	seen := map[string]int{}
+	for _, m := range got {
+		seen[m.Body]++
+		if a, ok := want[m.Body]; !ok || m.Attempt != a || m.ID != ids[m.Body] {
+			t.Errorf("after the restart, %v; want %v", m, want)
+		}
+		if early := leaseEnd[m.Body] - m.ReceivedAt; m.Attempt > 1 && early > 0 {
+			t.Errorf("%s came back %d ms before its invisible time ended", m.Body, early)
+		}
+	}
+	for body := range want {
+		if seen[body] != 1 {
+			t.Errorf("after the restart, %s delivered %d times, want once", body, seen[body])
+		}
+	}
+}
+
+// TestGRPCScenarioFIFOSimple: simple consumers of a FIFO group get one
+// message of a message group at a time: the next only once the one before
+// is acknowledged; a message whose invisible duration is cut comes back
+// (attempt 2) before anything after it.
+func TestGRPCScenarioFIFOSimple(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const topic, group, change = "GrpcFifoSimple", "grpc-fifo-simple", 1000
+	k.createTypedTopic(topic, 1, "FIFO")
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, ConsumeMessageOrderly: true, RetryMaxTimes: 16})
+	k.nodeSend(topic, []outMessage{{Body: "a0", Group: "A"}, {Body: "b0", Group: "B"}, {Body: "a1", Group: "A"},
+		{Body: "b1", Group: "B"}, {Body: "a2", Group: "A"}})
+	var res struct {
+		Steps []struct {
+			Step     int           `json:"step"`
+			Consumer int           `json:"consumer"`
+			At       int64         `json:"at"`
+			Got      []nodeMessage `json:"got"`
+		} `json:"steps"`
+		ChangedAt int64 `json:"changedAt"`
+	}
+	k.node("fifosimple", map[string]any{"topic": topic, "group": group, "changeMs": change}, &res)
+	got := map[int][]string{} // per step: body#attempt in order
+	for _, s := range res.Steps {
+		for _, m := range s.Got {
+			got[s.Step] = append(got[s.Step], m.Body+"#"+strconv.Itoa(m.Attempt))
+			if m.Body == "a0" && m.Attempt == 2 && m.ReceivedAt < res.ChangedAt+change {
+				t.Errorf("a0 came back %d ms after its invisible duration was cut to %d ms", m.ReceivedAt-res.ChangedAt, change)
+			}
+		}
+	}
+	want := map[int][]string{
+		1: {"a0#1", "b0#1"},
+		3: {"b1#1"},
+		4: {"a0#2"},
+		5: {"a1#1", "a2#1"},
+	}
+	for step := 1; step <= 5; step++ {
+		g, w := got[step], want[step]
+		if step == 1 {
+			slices.Sort(g)
+		}
+		if !slices.Equal(g, w) {
+			t.Errorf("step %d received %v, want %v", step, g, w)
+		}
+	}
+}
