@@ -430,7 +430,7 @@ func TestGRPCScenarioUnusualMessages(t *testing.T) {
 func TestGRPCScenarioRestart(t *testing.T) {
 	t.Parallel()
 	k := startKarman(t)
-	const topic, group, invisible = "GrpcRestart", "grpc-restart", 10000
+	const topic, group, invisible = "GrpcRestart", "grpc-restart", 20000
 	k.createTypedTopic(topic, 2, "NORMAL")
 	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: 16})
 	first := []outMessage{{Body: "ack-1"}, {Body: "ack-2"}, {Body: "left-1"}, {Body: "left-2"}}
