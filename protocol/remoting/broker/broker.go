@@ -180,7 +180,8 @@ func (b *Broker) Register(mux *server.Mux) {
 }
 
 // Start creates the topics the broker needs (the auto-create template
-// TBW102, when Options.AutoCreateTopics is on) and starts the background
+// TBW102, when Options.AutoCreateTopics is on, and the trace topic
+// RMQ_SYS_TRACE_TOPIC) and starts the background
 // work: notifying consumers of group
 // changes and offset resets, transaction checks, and flow control. It
 // returns once that is running; ctx only bounds the start itself.
@@ -198,6 +199,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		if err := b.ensureTopic(templateTopic()); err != nil {
 			return fmt.Errorf("broker: create %s: %w", message.TopicAutoCreate, err)
 		}
+	}
+	if err := b.ensureTopic(traceTopic()); err != nil {
+		return fmt.Errorf("broker: create %s: %w", message.TopicTrace, err)
 	}
 	for _, t := range b.eng.Topics() {
 		b.known.Store(t.Name, struct{}{})
@@ -265,6 +269,15 @@ func (b *Broker) ensureTopic(t meta.Topic) error {
 		b.noteTopic(t.Name)
 	}
 	return nil
+}
+
+// traceTopic is RMQ_SYS_TRACE_TOPIC, where clients with message tracing
+// on send their traces, with one queue, as Java brokers create it when
+// traceTopicEnable is set. Clients cannot create it: the Go client sends
+// traces only to a topic that has a route, and the broker refuses to
+// create system topics on request.
+func traceTopic() meta.Topic {
+	return meta.Topic{Name: message.TopicTrace, ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW, System: true}
 }
 
 // systemTopic is the configuration of a retry or dead-letter topic: one

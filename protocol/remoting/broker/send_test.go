@@ -176,7 +176,8 @@ func TestSendUnknownTopic(t *testing.T) {
 }
 
 // A send to a topic the engine creates on the fly signals TopicsChanged,
-// and the template topic TBW102 is announced with perm 7.
+// the template topic TBW102 is announced with perm 7, and the trace topic
+// with one queue.
 func TestSendAutoCreateSignalsRegistration(t *testing.T) {
 	h := newHarness(t)
 	p := h.dial(nil)
@@ -193,16 +194,18 @@ func TestSendAutoCreateSignalsRegistration(t *testing.T) {
 		t.Fatal("TopicsChanged for a known topic")
 	default:
 	}
-	var fresh, tbw bool
+	var fresh, tbw, trace bool
 	for _, c := range h.b.TopicConfigs() {
 		switch c.TopicName {
 		case "Fresh": // with the producer's defaultTopicQueueNums
 			fresh = c.Perm == 6 && c.WriteQueueNums == 4 && c.ReadQueueNums == 4
 		case "TBW102":
 			tbw = c.Perm == 7
+		case "RMQ_SYS_TRACE_TOPIC": // made at start, for message traces
+			trace = c.Perm == 6 && c.WriteQueueNums == 1 && c.ReadQueueNums == 1
 		}
 	}
-	if !fresh || !tbw {
+	if !fresh || !tbw || !trace {
 		t.Fatalf("topic configs %+v", h.b.TopicConfigs())
 	}
 }
@@ -297,6 +300,31 @@ func TestSendRequestReply(t *testing.T) {
 	}
 	sh = sendHeader("DefaultCluster_REPLY_TOPIC", 0, props("REPLY_TO_CLIENT", "gone@1"))
 	wantCode(t, invoke(t, responder, request(wire.SendReplyMessage, sh, []byte("x"))), wire.ConsumerNotOnline)
+}
+
+// A requester that never heartbeated gets the reply on the connection it
+// sent its request on; a client that did heartbeat keeps its groups.
+func TestSendRequestBeforeHeartbeat(t *testing.T) {
+	h := newHarness(t)
+	requests := make(recorder, 4)
+	requester := h.dial(requests)
+	request1 := props("REPLY_TO_CLIENT", "requester@1", "CORRELATION_ID", "c-1", "MSG_TYPE", "request", "UNIQ_KEY", "q-1")
+	wantCode(t, invoke(t, requester, request(wire.SendMessage, sendHeader("Questions", 0, request1), []byte("question"))), wire.Success)
+	responder := h.dial(nil)
+	sh := sendHeader("DefaultCluster_REPLY_TOPIC", 0, props("REPLY_TO_CLIENT", "requester@1", "CORRELATION_ID", "c-1", "MSG_TYPE", "reply"))
+	wantCode(t, invoke(t, responder, request(wire.SendReplyMessage, sh, []byte("answer"))), wire.Success)
+	if push := requests.next(t, wire.PushReplyMessageToClient); string(push.Body) != "answer" {
+		t.Fatalf("pushed reply %q", push.Body)
+	}
+
+	// A consumer that sends a request stays a consumer.
+	other := h.dial(nil)
+	heartbeat(t, other, "consumer@1", "cg", "Questions", "*")
+	request2 := props("REPLY_TO_CLIENT", "consumer@1", "CORRELATION_ID", "c-2", "UNIQ_KEY", "q-2")
+	wantCode(t, invoke(t, other, request(wire.SendMessage, sendHeader("Questions", 0, request2), []byte("question"))), wire.Success)
+	if ids := h.eng.Clients().ConsumerIDs("cg"); len(ids) != 1 || ids[0] != "consumer@1" {
+		t.Fatalf("consumers of cg after a request: %v", ids)
+	}
 }
 
 // SEND_MESSAGE_V2 carries the header with one-letter names.
