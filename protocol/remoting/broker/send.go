@@ -65,6 +65,7 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 		return errorResponse(req, err)
 	}
 	b.noteTopic(m.Topic)
+	b.noteRequester(c, h.ProducerGroup, m)
 	resp := success(req)
 	resp.SetHeader(&wire.SendMessageResponseHeader{
 		MsgID:         res.OffsetMsgID(),
@@ -110,6 +111,26 @@ func (b *Broker) autoCreate(ctx context.Context, h *wire.SendMessageRequestHeade
 // messages recycles the messages of single sends: the engine keeps
 // nothing of a message once it is stored.
 var messages = sync.Pool{New: func() any { return new(message.Message) }}
+
+// noteRequester registers the client a request message names in
+// REPLY_TO_CLIENT, as a producer of group on the connection the request
+// came on, when the broker does not know that client yet: the reply goes
+// back on that connection. The Go client heartbeats before a request only
+// when the topic has no route, so a requester that starts and asks at
+// once is not known until its periodic heartbeat, up to 30 s later, and
+// every reply before that would fail. A client the broker knows keeps
+// what its heartbeats said.
+func (b *Broker) noteRequester(c *server.Conn, group string, m *message.Message) {
+	id := m.Property(message.PropertyReplyToClient)
+	if id == "" {
+		return
+	}
+	clients := b.eng.Clients()
+	if _, ok := clients.Client(registry.ClientID(id)); ok {
+		return
+	}
+	clients.Heartbeat(registry.Heartbeat{Client: registry.ClientID(id), Protocol: Protocol, Conn: c, Producers: []string{group}})
+}
 
 // putMessage returns m to messages, keeping the memory of its encoded
 // properties.
