@@ -725,3 +725,322 @@ func (k *karman) waitConsumerOffset(group, topic string, queue int32) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// batches records the size of every batch a listener was handed.
+type batches struct {
+	*received
+	sizes chan int
+}
+
+func newBatches() *batches { return &batches{received: newReceived(), sizes: make(chan int, 1000)} }
+
+func (b *batches) handle(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+	b.sizes <- len(msgs)
+	b.add(msgs...)
+	return consumer.ConsumeSuccess
+}
+
+// largest returns the largest batch handed over so far.
+func (b *batches) largest() int {
+	n := 0
+	for len(b.sizes) > 0 {
+		n = max(n, <-b.sizes)
+	}
+	return n
+}
+
+// The push consumer's batch sizes: a listener gets at most
+// consumeMessageBatchMaxSize messages at once, from pulls of at most
+// pullBatchSize; the pull interval spaces pulls out.
+func TestPushConsumerBatches(t *testing.T) {
+	k := startKarman(t)
+	const topic = "Batched"
+	k.createTopic(topic, 1)
+	p := k.producer()
+	for i := range 20 {
+		p.send(primitive.NewMessage(topic, []byte("m-"+strconv.Itoa(i))))
+	}
+	want := sorted(seq("m", 0, 20))
+	consumeBatch, pullBatch, spaced := newBatches(), newBatches(), newBatches()
+	k.pushConsumer("consume-batch", topic, "*", consumeBatch.handle,
+		consumer.WithConsumeMessageBatchMaxSize(4), consumer.WithPullBatchSize(8))
+	k.pushConsumer("pull-batch", topic, "*", pullBatch.handle,
+		consumer.WithConsumeMessageBatchMaxSize(16), consumer.WithPullBatchSize(3))
+	start := time.Now()
+	const interval = 300 * time.Millisecond
+	k.pushConsumer("spaced", topic, "*", spaced.handle,
+		consumer.WithPullBatchSize(5), consumer.WithPullInterval(interval))
+	for name, b := range map[string]*batches{"consume-batch": consumeBatch, "pull-batch": pullBatch, "spaced": spaced} {
+		b.waitFor(t, name+" to read everything", time.Minute, func() bool { return b.distinct() == len(want) })
+		if got := b.set(); !slices.Equal(got, want) {
+			t.Errorf("%s read %v", name, got)
+		}
+	}
+	// Four pulls of five, each after the interval.
+	if d := time.Since(start); d < 3*interval {
+		t.Errorf("20 messages in pulls of 5, %s apart, took only %s", interval, d)
+	}
+	if n := consumeBatch.largest(); n != 4 {
+		t.Errorf("largest batch with consumeMessageBatchMaxSize 4 and pullBatchSize 8: %d", n)
+	}
+	if n := pullBatch.largest(); n != 3 {
+		t.Errorf("largest batch with consumeMessageBatchMaxSize 16 and pullBatchSize 3: %d", n)
+	}
+	if n := spaced.largest(); n != 1 {
+		t.Errorf("largest batch with the default consumeMessageBatchMaxSize: %d", n)
+	}
+}
+
+// A suspended push consumer stops pulling; resumed, it reads on.
+func TestPushConsumerSuspendResume(t *testing.T) {
+	k := startKarman(t)
+	const topic = "Suspended"
+	k.createTopic(topic, 1)
+	p := k.producer()
+	got := newReceived()
+	c, err := consumer.NewPushConsumer(consumer.WithNameServer([]string{k.namesrv}), consumer.WithGroupName("suspending"),
+		consumer.WithInstance(instance("consumer")), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown() })
+	p.send(primitive.NewMessage(topic, []byte("before")))
+	got.waitFor(t, "the first message", time.Minute, func() bool { return got.count("before") == 1 })
+
+	c.Suspend()
+	// (The Go client looks again 30 s after it finds itself suspended, so
+	// this test takes that long.)
+	// A pull held by the broker when the consumer was suspended still
+	// answers the next message; nothing signals that no other pull is on
+	// its way, so give it a moment.
+	p.send(primitive.NewMessage(topic, []byte("during-0")))
+	time.Sleep(2 * time.Second)
+	p.send(primitive.NewMessage(topic, []byte("during-1")))
+	time.Sleep(2 * time.Second)
+	if got.count("during-1") != 0 {
+		t.Fatal("a suspended consumer read on")
+	}
+	c.Resume()
+	got.waitFor(t, "the messages sent while suspended", time.Minute, func() bool { return got.count("during-1") == 1 })
+	if want := []string{"before", "during-0", "during-1"}; !slices.Equal(got.set(), want) {
+		t.Fatalf("read %v, want %v", got.set(), want)
+	}
+}
+
+// Producer options: no retries and a send timeout, one-way sends.
+func TestProducerOptions(t *testing.T) {
+	k := startKarman(t)
+	const topic = "Tuned"
+	k.createTopic(topic, 2)
+	p := k.producer(producer.WithRetry(0), producer.WithSendMsgTimeout(3*time.Second))
+	res := p.send(primitive.NewMessage(topic, []byte("sync")))
+	if res.MessageQueue.Topic != topic || res.QueueOffset != 0 {
+		t.Fatalf("send result %v", res)
+	}
+	for i := range 5 {
+		if err := p.p.SendOneWay(context.Background(), primitive.NewMessage(topic, []byte("oneway-"+strconv.Itoa(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := newReceived()
+	k.pushConsumer("tuned", topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess
+	})
+	want := sorted([]string{"sync"}, seq("oneway", 0, 5))
+	got.waitFor(t, "every message", time.Minute, func() bool { return got.distinct() == len(want) })
+	if !slices.Equal(got.set(), want) {
+		t.Fatalf("read %v, want %v", got.set(), want)
+	}
+}
+
+// With auto-creation off, a send to a topic nobody created fails with an
+// error that names the topic, and creates nothing.
+func TestSendToMissingTopic(t *testing.T) {
+	k := startKarman(t, "--auto-create-topics=false")
+	k.createTopic("Exists", 1)
+	p := k.producer(producer.WithRetry(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := p.p.SendSync(ctx, primitive.NewMessage("Missing", []byte("lost")))
+	if err == nil {
+		t.Fatal("a send to a missing topic succeeded")
+	}
+	t.Logf("send to a missing topic: %v", err)
+	if !strings.Contains(err.Error(), "Missing") {
+		t.Errorf("the error does not name the topic: %v", err)
+	}
+	if slices.Contains(k.brokerTopics(), "Missing") {
+		t.Error("the broker created the topic")
+	}
+	// The existing topic still works.
+	p.send(primitive.NewMessage("Exists", []byte("kept")))
+
+	// A topic deleted after the producer learned its route: the broker
+	// refuses the send, and says why.
+	k.createTopic("Doomed", 1)
+	p.send(primitive.NewMessage("Doomed", []byte("first")))
+	if err := k.adminClient().DeleteTopic(ctx, admin.WithTopicDelete("Doomed"), admin.WithBrokerAddrDelete(k.broker)); err != nil {
+		t.Fatal(err)
+	}
+	k.waitNoRoute("Doomed")
+	_, err = p.p.SendSync(ctx, primitive.NewMessage("Doomed", []byte("second")))
+	if err == nil {
+		t.Fatal("a send to a deleted topic succeeded")
+	}
+	t.Logf("send to a deleted topic: %v", err)
+	if !strings.Contains(err.Error(), "Doomed") {
+		t.Errorf("the error does not name the topic: %v", err)
+	}
+	if slices.Contains(k.brokerTopics(), "Doomed") {
+		t.Error("the broker re-created the deleted topic")
+	}
+}
+
+// Request/reply: a producer's Request waits for the reply a consumer
+// sends with CreateReplyMessage; the broker hands the reply to the
+// requesting client on its connection, also before the requester's
+// first heartbeat (it sends none before its first request to a topic
+// that exists).
+func TestRequestReply(t *testing.T) {
+	k := startKarman(t)
+	const topic = "Requests"
+	k.createTopic(topic, 2)
+	replier := k.producer()
+	k.pushConsumer("replier", topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		for _, m := range msgs {
+			reply, err := consumer.CreateReplyMessage(m, nil)
+			if err != nil {
+				t.Errorf("reply to %s: %v", m.Body, err)
+				continue
+			}
+			// CreateReplyMessage reads its body argument as properties and
+			// leaves the body empty.
+			reply.Body = []byte("re: " + string(m.Body))
+			replier.send(reply)
+		}
+		return consumer.ConsumeSuccess
+	})
+	requester, err := producer.NewDefaultProducer(producer.WithNameServer([]string{k.namesrv}),
+		producer.WithInstanceName(instance("requester")), producer.WithGroupName("requesters"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := requester.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { requester.Shutdown() })
+	for i := range 3 {
+		body := "question-" + strconv.Itoa(i)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		reply, err := requester.Request(ctx, 15*time.Second, primitive.NewMessage(topic, []byte(body)))
+		cancel()
+		if err != nil {
+			t.Fatalf("request %s: %v", body, err)
+		}
+		if string(reply.Body) != "re: "+body {
+			t.Fatalf("request %s got reply %q", body, reply.Body)
+		}
+	}
+}
+
+// A pull consumer assigned queues reads them from where it seeks,
+// including the offset of a timestamp, and commits as it acknowledges.
+func TestPullConsumerAssign(t *testing.T) {
+	k := startKarman(t)
+	const topic, group = "Assigned", "assignee"
+	k.createTopic(topic, 2)
+	p := k.producer(producer.WithQueueSelector(queueSelector{}))
+	sendToQueue(t, p, topic, 0, "t", seq("early", 0, 5)...)
+	// The next whole millisecond, so that the timestamp splits the queue.
+	time.Sleep(time.Until(time.Now().Truncate(time.Millisecond).Add(2 * time.Millisecond)))
+	split := time.Now().UnixMilli()
+	time.Sleep(time.Until(time.UnixMilli(split + 2)))
+	sendToQueue(t, p, topic, 0, "t", seq("late", 0, 5)...)
+
+	c, err := consumer.NewPullConsumer(consumer.WithNameServer([]string{k.namesrv}), consumer.WithGroupName(group),
+		consumer.WithInstance(instance("puller")), consumer.WithPullBatchSize(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq := &primitive.MessageQueue{Topic: topic, BrokerName: broker.DefaultBrokerName, QueueId: 0}
+	if err := c.Assign(topic, []*primitive.MessageQueue{mq}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown() })
+	off, err := c.OffsetForTimestamp(mq, split)
+	if err != nil || off != 5 {
+		t.Fatalf("offset for the timestamp between early and late: %d %v, want 5", off, err)
+	}
+	c.SeekOffset(mq, off)
+	var polled []string
+	deadline := time.Now().Add(30 * time.Second)
+	for len(polled) < 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("polled %v", polled)
+		}
+		cr, err := c.Poll(context.Background(), 5*time.Second)
+		if consumer.IsNoNewMsgError(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		polled = append(polled, bodies(cr.GetMsgList())...)
+		c.ACK(context.Background(), cr, consumer.ConsumeSuccess)
+	}
+	if want := seq("late", 0, 5); !slices.Equal(polled, want) && !slices.Equal(polled, slices.Concat(seq("early", 0, 5), want)) {
+		t.Fatalf("polled %v after seeking to %d", polled, off)
+	}
+	k.persistUntil(c, group, topic, 0, 10)
+}
+
+// Message traces: with WithTrace, producer and consumer report what they
+// sent and consumed to the trace topic.
+func TestTrace(t *testing.T) {
+	k := startKarman(t)
+	const topic, traceTopic = "Traced", "RMQ_SYS_TRACE_TOPIC"
+	k.createTopic(topic, 1)
+	k.waitRoute(traceTopic) // the broker makes it
+	cfg := &primitive.TraceConfig{Access: primitive.Local, Resolver: primitive.NewPassthroughResolver([]string{k.namesrv})}
+	p := k.producer(producer.WithTrace(cfg))
+	res := p.send(primitive.NewMessage(topic, []byte("traced")).WithKeys([]string{"trace-key"}))
+	got := newReceived()
+	k.pushConsumer("tracing", topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess
+	}, consumer.WithTrace(cfg))
+	got.waitFor(t, "the traced message", time.Minute, func() bool { return got.count("traced") == 1 })
+	// A publish trace, and a consume-before and a consume-after trace;
+	// the client may batch traces into one message.
+	var kinds []string
+	for n := 1; len(kinds) < 3; n++ {
+		kinds = nil
+		for _, m := range k.drainQueue(traceTopic, n) {
+			if !strings.Contains(string(m.Body), res.MsgID) {
+				t.Errorf("trace %q does not name message %s", m.Body, res.MsgID)
+			}
+			for _, rec := range strings.Split(string(m.Body), "\x02") {
+				if kind, _, ok := strings.Cut(rec, "\x01"); ok {
+					kinds = append(kinds, kind)
+				}
+			}
+		}
+	}
+	if slices.Sort(kinds); !slices.Equal(kinds, []string{"Pub", "SubAfter", "SubBefore"}) {
+		t.Fatalf("trace kinds %v", kinds)
+	}
+}
