@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -986,9 +987,11 @@ func TestPullConsumerAssign(t *testing.T) {
 		t.Fatalf("offset for the timestamp between early and late: %d %v, want 5", off, err)
 	}
 	c.SeekOffset(mq, off)
+	// The consumer may have pulled a batch from the start before the
+	// seek: then the seek skips the rest of the early messages.
 	var polled []string
 	deadline := time.Now().Add(30 * time.Second)
-	for len(polled) < 5 {
+	for !slices.Contains(polled, "late-4") {
 		if time.Now().After(deadline) {
 			t.Fatalf("polled %v", polled)
 		}
@@ -1002,15 +1005,23 @@ func TestPullConsumerAssign(t *testing.T) {
 		polled = append(polled, bodies(cr.GetMsgList())...)
 		c.ACK(context.Background(), cr, consumer.ConsumeSuccess)
 	}
-	if want := seq("late", 0, 5); !slices.Equal(polled, want) && !slices.Equal(polled, slices.Concat(seq("early", 0, 5), want)) {
+	early := slices.IndexFunc(polled, func(b string) bool { return strings.HasPrefix(b, "late-") })
+	if !slices.Equal(polled[:early], seq("early", 0, early)) || !slices.Equal(polled[early:], seq("late", 0, 5)) {
 		t.Fatalf("polled %v after seeking to %d", polled, off)
 	}
 	k.persistUntil(c, group, topic, 0, 10)
 }
 
+// tracing is set once a test has traced: a second trace dispatcher in the
+// process talking to another name server gets no client and panics.
+var tracing atomic.Bool
+
 // Message traces: with WithTrace, producer and consumer report what they
 // sent and consumed to the trace topic.
 func TestTrace(t *testing.T) {
+	if tracing.Swap(true) {
+		t.Skip("the Go client's trace dispatchers share one client, tied to the first name server it was given")
+	}
 	k := startKarman(t)
 	const topic, traceTopic = "Traced", "RMQ_SYS_TRACE_TOPIC"
 	k.createTopic(topic, 1)
