@@ -556,6 +556,18 @@ func (e *Engine) wakePops(topic string) {
 	}
 }
 
+// DeliveryAttempt returns the delivery attempt (1 for the first delivery)
+// of the in-flight message named by handle, so that a front-end can pick
+// the redelivery delay of a message its consumer failed.
+func (e *Engine) DeliveryAttempt(group, handle string) (int32, error) {
+	pq, _, f, err := e.inflight(group, handle)
+	if err != nil {
+		return 0, err
+	}
+	defer pq.mu.Unlock()
+	return f.Attempt, nil
+}
+
 // ChangeInvisible sets the message named by handle to become visible after
 // d from now and returns the handle that names it from then on (the old one
 // stops working).

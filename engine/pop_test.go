@@ -134,6 +134,32 @@ func TestPopRedeliveryAndChangeInvisible(t *testing.T) {
 	}
 }
 
+// TestPopDeliveryAttempt: the delivery attempt of an in-flight message
+// is that of its latest delivery; a handle a redelivery replaced has none.
+func TestPopDeliveryAttempt(t *testing.T) {
+	e := popTestEngine(t, t.TempDir(), 1, meta.Group{})
+	defer e.Close()
+	sendN(t, e, 1)
+	ctx := context.Background()
+	first, _ := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: 20 * time.Millisecond})
+	if a, err := e.DeliveryAttempt("G", first[0].Handle); err != nil || a != 1 {
+		t.Fatalf("attempt of the first delivery: %d, %v", a, err)
+	}
+	again, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: time.Minute, Wait: 2 * time.Second})
+	if err != nil || len(again) != 1 {
+		t.Fatalf("redelivery: %+v %v", again, err)
+	}
+	if a, err := e.DeliveryAttempt("G", again[0].Handle); err != nil || a != 2 {
+		t.Fatalf("attempt of the redelivery: %d, %v", a, err)
+	}
+	if _, err := e.DeliveryAttempt("G", first[0].Handle); !errors.Is(err, ErrHandleExpired) {
+		t.Fatalf("attempt of a replaced handle: %v, want ErrHandleExpired", err)
+	}
+	if _, err := e.DeliveryAttempt("Other", again[0].Handle); !errors.Is(err, ErrInvalidHandle) {
+		t.Fatalf("attempt with another group's handle: %v, want ErrInvalidHandle", err)
+	}
+}
+
 func TestPopBadHandles(t *testing.T) {
 	e := popTestEngine(t, t.TempDir(), 1, meta.Group{})
 	defer e.Close()
