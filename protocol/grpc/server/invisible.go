@@ -16,7 +16,9 @@ import (
 //
 // Push consumers use it to nack, with durations of a few milliseconds or
 // none, so any duration from 0 up is accepted and durations below
-// ConsumeOptions.MinChangeInvisible are raised to it. A handle the server
+// ConsumeOptions.MinChangeInvisible are raised to it; a push consumer's
+// nack also to the group's back-off for the message's delivery attempt
+// (backoff.go). A handle the server
 // renewed (auto_renew) acts on its current lease, whose renewal stops. A
 // handle whose message was acknowledged, redelivered or whose lease was
 // changed since is INVALID_RECEIPT_HANDLE, on which clients give up.
@@ -47,8 +49,18 @@ func (s *Server) changeInvisible(ctx context.Context, req *rmqpb.ChangeInvisible
 		return "", fmt.Errorf("%w: invisible_duration %s above %s", errIllegalInvisible, d, maxInvisible)
 	}
 	d = max(d, s.opts.Consume.MinChangeInvisible)
+	sess := sessionOf(ctx)
+	nack := isPushConsumer(sess)
 	var handle string
-	err = s.withLease(sessionOf(ctx), group, req.GetReceiptHandle(), func(h string) error {
+	err = s.withLease(sess, group, req.GetReceiptHandle(), func(h string) error {
+		d := d
+		if nack {
+			wait, err := s.nackDelay(group, h)
+			if err != nil {
+				return err
+			}
+			d = max(d, wait)
+		}
 		var err error
 		handle, err = s.eng.ChangeInvisible(ctx, group, h, d)
 		return err

@@ -30,13 +30,7 @@ const (
 	receiveBatchSize   = 32
 	longPollingTimeout = 20 * time.Second
 
-	// Consumers: the delay before redelivering a message the client could
-	// not consume (a nack, or a FIFO message retried locally). Exponential
-	// back-off: the Node.js client implements no other.
-	consumerBackoff    = time.Second
-	consumerBackoffMax = time.Minute
-
-	backoffMultiplier = 2
+	producerBackoffMultiplier = 2
 )
 
 // Telemetry serves a client's telemetry stream. The client writes its
@@ -194,13 +188,14 @@ func producerSettings(st *rmqpb.Settings, maxBody int) *rmqpb.Settings {
 		ValidateMessageType: true,
 	}
 	reply.PubSub = &rmqpb.Settings_Publishing{Publishing: pub}
-	reply.BackoffPolicy = exponentialBackoff(producerMaxAttempts, producerBackoff, producerBackoffMax)
+	reply.BackoffPolicy = exponentialBackoff(producerMaxAttempts, producerBackoff, producerBackoffMax, producerBackoffMultiplier)
 	return reply
 }
 
 // consumerSettings checks a consumer's group and subscriptions and
 // completes its settings from the group's configuration: FIFO, and the
-// delivery attempts before a message goes to the dead-letter topic.
+// retry policy: the delivery attempts before a message goes to the
+// dead-letter topic and the back-off between them (backoff.go).
 func (s *Server) consumerSettings(st *rmqpb.Settings) (*rmqpb.Settings, error) {
 	sub := st.GetSubscription()
 	if sub == nil {
@@ -228,7 +223,7 @@ func (s *Server) consumerSettings(st *rmqpb.Settings) (*rmqpb.Settings, error) {
 	rs.Fifo = proto.Bool(g.FIFO)
 	rs.ReceiveBatchSize = proto.Int32(receiveBatchSize)
 	rs.LongPollingTimeout = durationpb.New(longPollingTimeout)
-	reply.BackoffPolicy = exponentialBackoff(g.Attempts(), consumerBackoff, consumerBackoffMax)
+	reply.BackoffPolicy = groupBackoff(g).policy(g.Attempts())
 	return reply, nil
 }
 
@@ -247,14 +242,15 @@ func (s *Server) consumerGroupConfig(name string) (meta.Group, error) {
 }
 
 // exponentialBackoff is a retry policy of attempts tries, waiting initial
-// after the first failure, then twice as long each time, up to ceiling.
-func exponentialBackoff(attempts int32, initial, ceiling time.Duration) *rmqpb.RetryPolicy {
+// after the first failure, then multiplier times longer each time, up to
+// ceiling.
+func exponentialBackoff(attempts int32, initial, ceiling time.Duration, multiplier float32) *rmqpb.RetryPolicy {
 	return &rmqpb.RetryPolicy{
 		MaxAttempts: attempts,
 		Strategy: &rmqpb.RetryPolicy_ExponentialBackoff{ExponentialBackoff: &rmqpb.ExponentialBackoff{
 			Initial:    durationpb.New(initial),
 			Max:        durationpb.New(ceiling),
-			Multiplier: backoffMultiplier,
+			Multiplier: multiplier,
 		}},
 	}
 }
