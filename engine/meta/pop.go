@@ -49,9 +49,9 @@ func (s *Store) PopState(group, topic string, queue int32) (state []byte, ok boo
 }
 
 // SavePopStates writes pop states and their offsets in one batch. With
-// sync false the write may be lost in a crash of the machine or process;
-// pop state then falls back to an earlier point and messages are delivered
-// again (at least once).
+// sync false it does not wait for the disk, and a crash within
+// lazySyncInterval may lose it: pop state then falls back to an earlier
+// point and messages are delivered again (at least once).
 func (s *Store) SavePopStates(recs []PopRecord, sync bool) error {
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -73,6 +73,9 @@ func (s *Store) SavePopStates(recs []PopRecord, sync bool) error {
 	}
 	if err := b.Commit(opt); err != nil {
 		return fmt.Errorf("meta: save pop states: %w", err)
+	}
+	if !sync {
+		s.lazy.wrote()
 	}
 	return nil
 }

@@ -26,7 +26,8 @@ var (
 
 // Store holds topics, groups and consumer offsets.
 type Store struct {
-	db *pebble.DB
+	db   *pebble.DB
+	lazy *lazySync // syncs after the writes that do not wait for the disk
 
 	mu     sync.RWMutex
 	topics map[string]Topic
@@ -45,6 +46,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.lazy = startLazySync(db, logger)
 	return s, nil
 }
 
@@ -71,8 +73,11 @@ func loadJSON[T any](db *pebble.DB, prefix byte, put func(T)) error {
 	return it.Error()
 }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the store; what was written is then on disk.
+func (s *Store) Close() error {
+	s.lazy.close()
+	return s.db.Close()
+}
 
 func (s *Store) putJSON(key []byte, v any) error {
 	b, err := json.Marshal(v)
@@ -277,8 +282,9 @@ func (s *Store) DeleteGroup(name string) error {
 
 // CommitOffset stores the next offset group will consume in (topic, queue).
 // The write goes to pebble's log without waiting for it to reach the disk
-// (consumers commit on every pull): a crash can lose the last few commits,
-// and those messages are then delivered again, as with RocketMQ brokers,
+// (consumers commit on every pull); the store syncs the log within
+// lazySyncInterval. A crash can lose the commits of that interval, and
+// those messages are then delivered again, as with RocketMQ brokers,
 // which persist offsets every few seconds.
 func (s *Store) CommitOffset(group, topic string, queue int32, offset int64) error {
 	var v [8]byte
@@ -286,6 +292,7 @@ func (s *Store) CommitOffset(group, topic string, queue int32, offset int64) err
 	if err := s.db.Set(offsetKey(group, topic, queue), v[:], pebble.NoSync); err != nil {
 		return fmt.Errorf("meta: commit offset %s/%s/%d: %w", group, topic, queue, err)
 	}
+	s.lazy.wrote()
 	return nil
 }
 
