@@ -88,6 +88,19 @@ func pushAttempts(ds []pushDelivery) []int {
 // groups that are not FIFO), before and after consumers join and leave.
 func TestGRPCPushCrowd(t *testing.T) {
 	t.Parallel()
+	testGRPCPushCrowd(t, 0)
+}
+
+// TestGRPCPushCrowdFailures: the same, with the listener failing the
+// first delivery of every seventh message: those are consumed twice
+// (attempts 1 and 2), by whichever consumer gets them back, also when the
+// one that failed them has stopped since; the others once.
+func TestGRPCPushCrowdFailures(t *testing.T) {
+	t.Parallel()
+	testGRPCPushCrowd(t, 7)
+}
+
+func testGRPCPushCrowd(t *testing.T, failEvery int) {
 	k := startKarman(t)
 	const topic, group, perPhase = "GrpcPushCrowd", "grpc-push-crowd", 150
 	k.createTypedTopic(topic, 4, "NORMAL")
@@ -106,7 +119,7 @@ func TestGRPCPushCrowd(t *testing.T) {
 	}
 	// The consumers go on for 6 s at the end: long enough for each left
 	// to query its assignments again after the second one stopped.
-	k.startNodeTimeout("pushcrowd", 150*time.Second, map[string]any{"topic": topic, "group": group, "lingerMs": 6000,
+	k.startNodeTimeout("pushcrowd", 150*time.Second, map[string]any{"topic": topic, "group": group, "lingerMs": 6000, "failEvery": failEvery,
 		"phases": []map[string]any{
 			{"start": 1, "send": perPhase},
 			{"start": 1, "send": perPhase},
@@ -119,11 +132,22 @@ func TestGRPCPushCrowd(t *testing.T) {
 	shares := map[int]int{}
 	got := byBody(res.Deliveries)
 	stopped := res.StoppedAt[1]
-	for _, s := range res.Sent {
+	for i, s := range res.Sent {
 		ds := got[s.Body]
 		delete(got, s.Body)
-		if len(ds) != 1 || ds[0].Attempt != 1 || ds[0].ID != s.ID || ds[0].Result != "SUCCESS" {
-			t.Errorf("%s (id %s) delivered %d times: %v", s.Body, s.ID, len(ds), ds)
+		want := []string{"SUCCESS#1"}
+		if failEvery > 0 && i%failEvery == 0 {
+			want = []string{"FAILURE#1", "SUCCESS#2"}
+		}
+		var outcomes []string
+		for _, d := range ds {
+			outcomes = append(outcomes, d.Result+"#"+strconv.Itoa(d.Attempt))
+			if d.ID != s.ID {
+				t.Errorf("%s (id %s) delivered as %v", s.Body, s.ID, d.nodeMessage)
+			}
+		}
+		if !slices.Equal(outcomes, want) {
+			t.Errorf("%s consumed as %v, want %v", s.Body, outcomes, want)
 		}
 		for _, d := range ds {
 			shares[d.Consumer]++
@@ -554,5 +578,109 @@ func TestGRPCPushFilters(t *testing.T) {
 				t.Errorf("%s subscription missed %s", name, body)
 			}
 		}
+	}
+}
+
+// Status codes of RocketMQ 5 the delay scenarios expect.
+const (
+	codeBadRequest          = 40000
+	codeIllegalDeliveryTime = 40012
+	codeNotFound            = 40400
+)
+
+// TestGRPCPushDelayEdges: a delivery time in the past is delivered at
+// once; one beyond the server's timer horizon (three days) is refused
+// with ILLEGAL_DELIVERY_TIME. A recall works once: recalling again, or
+// after the message was delivered, is NOT_FOUND; a recall naming another
+// topic than the message's is BAD_REQUEST and leaves it for the recall
+// that names its own. Recalled messages are never delivered.
+func TestGRPCPushDelayEdges(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const topic, other, group = "GrpcPushDelayEdges", "GrpcPushDelayOther", "grpc-push-delay-edges"
+	k.createTypedTopic(topic, 2, "DELAY")
+	k.createTypedTopic(other, 1, "DELAY")
+	type failure struct {
+		Message string `json:"message"`
+		Code    *int   `json:"code"`
+	}
+	var res struct {
+		Sent []struct {
+			sentMessage
+			SentAt int64    `json:"sentAt"`
+			Error  *failure `json:"error"`
+		} `json:"sent"`
+		Recalls []struct {
+			Body  string   `json:"body"`
+			What  string   `json:"what"`
+			Error *failure `json:"error"`
+		} `json:"recalls"`
+		Deliveries []nodeMessage `json:"deliveries"`
+	}
+	k.node("delayedges", map[string]any{"topic": topic, "otherTopic": other, "group": group,
+		"farMs": (4 * 24 * time.Hour).Milliseconds(), "lingerMs": 4000}, &res)
+	got := deliveriesOf(res.Deliveries)
+	for _, s := range res.Sent {
+		ms := got[s.Body]
+		delete(got, s.Body)
+		switch s.Body {
+		case "far":
+			if s.Error == nil || s.Error.Code == nil || *s.Error.Code != codeIllegalDeliveryTime {
+				t.Errorf("a delivery time four days ahead: sent as %s, error %+v; want code %d", s.ID, s.Error, codeIllegalDeliveryTime)
+			}
+			if len(ms) != 0 {
+				t.Errorf("far delivered %d times", len(ms))
+			}
+			continue
+		case "twice", "elsewhere":
+			if len(ms) != 0 {
+				t.Errorf("%s, recalled, delivered %d times", s.Body, len(ms))
+			}
+			continue
+		}
+		if s.Error != nil || len(ms) != 1 || ms[0].ID != s.ID || ms[0].Attempt != 1 {
+			t.Errorf("%s: sent as %s (error %+v), delivered %v", s.Body, s.ID, s.Error, ms)
+			continue
+		}
+		m := ms[0]
+		if s.Body == "past" {
+			if wait := m.ReceivedAt - s.SentAt; wait > 3000 {
+				t.Errorf("a message due in the past arrived %d ms after it was sent", wait)
+			}
+			continue
+		}
+		if early := s.DeliverAt - m.ReceivedAt; early > 0 {
+			t.Errorf("%s arrived %d ms before its delivery time", s.Body, early)
+		}
+		if late := m.ReceivedAt - s.DeliverAt; late > 3000 {
+			t.Errorf("%s arrived %d ms after its delivery time", s.Body, late)
+		}
+	}
+	for body := range got {
+		t.Errorf("received %s, which was never sent", body)
+	}
+	want := map[string]int{ // the code of each recall, 0 for success
+		"twice/first": 0, "twice/second": codeNotFound,
+		"elsewhere/other topic": codeBadRequest, "elsewhere/own topic": 0,
+		"late/after delivery": codeNotFound,
+	}
+	for _, r := range res.Recalls {
+		key := r.Body + "/" + r.What
+		// The client throws a refused recall as a plain error, its status
+		// code in the message: "... (code: 40400)".
+		code := 0
+		if r.Error != nil {
+			code = -1
+			if _, c, ok := strings.Cut(r.Error.Message, "(code: "); ok {
+				code, _ = strconv.Atoi(strings.TrimSuffix(c, ")"))
+			}
+		}
+		if w, ok := want[key]; !ok || code != w {
+			t.Errorf("recall of %s (%s): error %+v, want code %d", r.Body, r.What, r.Error, w)
+		}
+		delete(want, key)
+	}
+	for key := range want {
+		t.Errorf("no recall %s", key)
 	}
 }
