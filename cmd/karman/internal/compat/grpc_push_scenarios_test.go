@@ -684,3 +684,86 @@ func TestGRPCPushDelayEdges(t *testing.T) {
 		t.Errorf("no recall %s", key)
 	}
 }
+
+// TestGRPCPushFIFOHandover: FIFO push consumers of a group join and
+// leave while a producer sends ten message groups: two consume from the
+// start, a third joins and the first stops midway. Each is assigned every
+// queue of the topic; per message group, messages are consumed in send
+// order across the handover, each once, but for the one in eleven the
+// listener fails once, which comes again (attempt 2) before the next of
+// its group.
+func TestGRPCPushFIFOHandover(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const topic, group, groups, failEvery = "GrpcPushFifoHandover", "grpc-push-fifo-handover", 10, 11
+	k.createTypedTopic(topic, 4, "FIFO")
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, ConsumeMessageOrderly: true,
+		RetryMaxTimes: 3, GroupRetryPolicy: shortRetries})
+	var res struct {
+		Sent        []sentMessage  `json:"sent"`
+		Deliveries  []pushDelivery `json:"deliveries"`
+		Assignments []struct {
+			Consumer int      `json:"consumer"`
+			Code     int      `json:"code"`
+			Queues   []string `json:"queues"`
+		} `json:"assignments"`
+		StoppedAt map[int]int64 `json:"stoppedAt"`
+	}
+	k.startNodeTimeout("pushcrowd", 150*time.Second, map[string]any{"topic": topic, "group": group, "groups": groups,
+		"failEvery": failEvery, "lingerMs": 1000,
+		"phases": []map[string]any{
+			{"start": 2, "send": 150},
+			{"start": 1, "stop": []int{0}, "send": 150},
+		}}).wait(&res)
+	for _, a := range res.Assignments {
+		var ids []string
+		for _, q := range a.Queues {
+			name, _, _ := strings.Cut(q, "@")
+			_, id, _ := strings.Cut(name, "/")
+			ids = append(ids, id)
+		}
+		if a.Code != codeOK || !slices.Equal(ids, []string{"0", "1", "2", "3"}) {
+			t.Errorf("consumer %d was assigned %v (code %d), want queues 0 to 3", a.Consumer, a.Queues, a.Code)
+		}
+	}
+	wantOrder := map[string][]string{}
+	outcome := map[string][]string{}
+	for i, s := range res.Sent {
+		g := "g" + strconv.Itoa(i%groups)
+		wantOrder[g] = append(wantOrder[g], s.Body)
+		outcome[s.Body] = []string{"SUCCESS#1"}
+		if i%failEvery == 0 {
+			outcome[s.Body] = []string{"FAILURE#1", "SUCCESS#2"}
+		}
+	}
+	byGroup := map[string][]pushDelivery{}
+	got := map[string][]string{}
+	shares := map[int]int{}
+	for _, d := range res.Deliveries {
+		byGroup[d.Group] = append(byGroup[d.Group], d)
+		got[d.Body] = append(got[d.Body], d.Result+"#"+strconv.Itoa(d.Attempt))
+		shares[d.Consumer]++
+		if d.Consumer == 0 && d.ReceivedAt > res.StoppedAt[0] {
+			t.Errorf("%s consumed by consumer 0 after it stopped", d.Body)
+		}
+	}
+	t.Logf("deliveries per consumer: %v", shares)
+	for body, want := range outcome {
+		if !slices.Equal(got[body], want) {
+			t.Errorf("%s consumed as %v, want %v", body, got[body], want)
+		}
+	}
+	for g, want := range wantOrder {
+		ds := byGroup[g]
+		slices.SortStableFunc(ds, func(a, b pushDelivery) int { return int(a.ReceivedAt - b.ReceivedAt) })
+		var order []string
+		for _, d := range ds {
+			if len(order) == 0 || order[len(order)-1] != d.Body {
+				order = append(order, d.Body)
+			}
+		}
+		if !slices.Equal(order, want) {
+			t.Errorf("message group %s consumed in order %v, want %v", g, order, want)
+		}
+	}
+}

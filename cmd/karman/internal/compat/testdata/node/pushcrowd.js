@@ -14,6 +14,8 @@
 //	              "m-<i>" (numbered across phases)
 //	failEvery     the listener fails the first delivery of every
 //	              failEvery-th message (default none)
+//	groups        when set, message i is of message group "g<i % groups>"
+//	              (for FIFO topics)
 //	lingerMs      how long to go on consuming at the end
 //
 // Result: {sent: [{body, id}], deliveries: [view + {result, consumer,
@@ -89,7 +91,8 @@ run(async (endpoint, p) => {
     await Promise.all(starting);
     for (let i = 0; i < (phase.send ?? 0); i++) {
       const body = `m-${sent.length}`;
-      const receipt = await producer.send({ topic: p.topic, body: Buffer.from(body), tag: 'crowd' });
+      const messageGroup = p.groups ? `g${sent.length % p.groups}` : undefined;
+      const receipt = await producer.send({ topic: p.topic, body: Buffer.from(body), tag: 'crowd', messageGroup });
       sent.push({ body, id: receipt.messageId });
     }
   }
