@@ -4,11 +4,13 @@ package compat
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/karmanmq/karman/protocol/remoting/broker"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -191,4 +193,73 @@ func pollUntil(t *testing.T, what string, timeout time.Duration, ok func() bool)
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
+}
+
+// TestClientsRideOutRestart: a Go producer and push consumer keep running
+// while the binary is killed and started again on the same addresses and
+// data: the producer's later sends succeed, and the consumer, after
+// reconnecting, gets every message, those sent before the kill included.
+func TestClientsRideOutRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	k := startBinary(t, "--data", dir)
+	const topic, group, half = "RestartedTopic", "restarted-push", 50
+	k.createTypedTopic(topic, 2, "NORMAL")
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: 16})
+	body := func(i int) string { return fmt.Sprintf("r-%03d", i) }
+	p := k.producer(producer.WithRetry(5))
+	got := newReceived()
+	c := k.pushConsumer(group, topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess
+	}, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	defer c.Shutdown()
+	for i := range half {
+		p.send(primitive.NewMessage(topic, []byte(body(i))))
+	}
+	got.waitFor(t, "the messages sent before the restart", time.Minute, func() bool { return got.distinct() == half })
+
+	k.kill()
+	k = startBinary(t, "--data", dir, "--namesrv-addr", k.namesrv, "--broker-addr", k.broker, "--grpc-addr", k.grpc)
+	for i := half; i < 2*half; i++ {
+		p.send(primitive.NewMessage(topic, []byte(body(i))))
+	}
+	got.waitFor(t, "the messages sent after the restart", 2*time.Minute, func() bool { return got.distinct() == 2*half })
+	for i := range 2 * half {
+		if got.count(body(i)) == 0 {
+			t.Errorf("%s was never consumed", body(i))
+		}
+	}
+}
+
+// TestNodeClientsRideOutRestart: a Node.js producer and simple consumer
+// keep running while the binary is killed and started again on the same
+// addresses and data; once it is back, their calls succeed again and every
+// message, from before the kill and after, is received.
+func TestNodeClientsRideOutRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	k := startBinary(t, "--data", dir)
+	const topic, group, count = "RideOutTopic", "ride-out", 30
+	k.createTypedTopic(topic, 2, "NORMAL")
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: 16})
+	n := k.startNodeTimeout("rideout", 3*time.Minute, map[string]any{"topic": topic, "group": group, "count": count})
+	pollUntil(t, "the first half", 2*time.Minute, func() bool { return strings.Contains(n.stdout.String(), "restart me\n") })
+	k.kill()
+	startBinary(t, "--data", dir, "--namesrv-addr", k.namesrv, "--broker-addr", k.broker, "--grpc-addr", k.grpc)
+	var res struct {
+		Received []string `json:"received"`
+		Failures int      `json:"failures"`
+	}
+	n.wait(&res)
+	got := map[string]bool{}
+	for _, b := range res.Received {
+		got[b] = true
+	}
+	for i := range 2 * count {
+		if b := fmt.Sprintf("ride-%d", i); !got[b] {
+			t.Errorf("%s was never received", b)
+		}
+	}
+	t.Logf("%d calls failed while the server was down", res.Failures)
 }
