@@ -75,10 +75,21 @@ func (s *Server) sendOne(ctx context.Context, pm *rmqpb.Message, born netip.Addr
 	if m.IsTransactionPrepared() {
 		e.TransactionId = transactionID(res.StoreHost, res.CommitLogOffset)
 	}
-	if due, err := strconv.ParseInt(m.Properties[message.PropertyTimerDeliverMS], 10, 64); err == nil && due > time.Now().UnixMilli() {
+	if isDue(m.Properties[message.PropertyTimerDeliverMS]) {
 		e.RecallHandle = recallHandle(m.Topic, res.MsgID)
 	}
 	return e
+}
+
+// isDue reports whether deliverMS, a TIMER_DELIVER_MS value, is a time to
+// come. Most messages have none, which is not parsed: a failed parse
+// allocates its error.
+func isDue(deliverMS string) bool {
+	if deliverMS == "" {
+		return false
+	}
+	due, err := strconv.ParseInt(deliverMS, 10, 64)
+	return err == nil && due > time.Now().UnixMilli()
 }
 
 // overallStatus is the status of a response with entries.
