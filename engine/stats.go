@@ -18,6 +18,13 @@ type TopicStats struct {
 	Depth                 int64 // messages held over all queues
 }
 
+// DispatchLag is how many bytes of the commit log the index does not cover
+// yet: what a front-end samples to tell whether the engine keeps up,
+// without the per-topic work of Stats.
+func (e *Engine) DispatchLag() int64 {
+	return e.log.EndOffset() - e.disp.pos.Load()
+}
+
 // Stats returns a snapshot of the engine's counters.
 func (e *Engine) Stats() Stats {
 	s := Stats{

@@ -40,8 +40,7 @@ func (b *Broker) sampleBusy() {
 	if b.opts.BusyDispatchLag < 0 {
 		return
 	}
-	st := b.eng.Stats()
-	lag := st.LogEndOffset - st.DispatchedOffset
+	lag := b.eng.DispatchLag()
 	busy := lag > b.opts.BusyDispatchLag
 	if b.busy.Swap(busy) != busy {
 		if busy {
