@@ -25,7 +25,9 @@ import (
 // keeps sysFlag bit 0). The born host is the client's TCP address. An
 // unknown topic is created with the queue count the producer assumed
 // (Options.AutoCreateTopics). The engine adds a UNIQ_KEY when the producer
-// gave none and stores TRAN_MSG messages as half messages. A send to %RETRY%<group> is a consumer's failed message
+// gave none and stores TRAN_MSG messages as half messages. On a FIFO topic
+// the Go client's sharding key is the message group (sharding.go). A send
+// to %RETRY%<group> is a consumer's failed message
 // coming back (the Go client's sendMessageBackAsNormal): when its
 // reconsumeTimes exceeds maxReconsumeTimes it goes to %DLQ%<group>
 // instead.
@@ -51,6 +53,7 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	if err := b.autoCreate(ctx, &h); err != nil {
 		return errorResponse(req, err)
 	}
+	b.withMessageGroup(m)
 	if message.IsRetryTopic(h.Topic) {
 		server.Detach(ctx) // may create the retry or dead-letter topic
 		group := strings.TrimPrefix(h.Topic, message.RetryTopicPrefix)
