@@ -214,6 +214,24 @@ func TestConsumerConnectionAndStats(t *testing.T) {
 	wantCode(t, invoke(t, p, request(wire.GetTopicStatsInfo, &wire.GetTopicStatsInfoRequestHeader{Topic: "Nope"}, nil)), wire.TopicNotExist)
 }
 
+// GET_PRODUCER_CONNECTION_LIST lists a producer group's live clients, and
+// answers SYSTEM_ERROR, as Java does, for a group without any.
+func TestProducerConnectionList(t *testing.T) {
+	h := newHarness(t)
+	p := h.dial(nil)
+	wantCode(t, invoke(t, p, request(wire.GetProducerConnectionList, &wire.GetProducerConnectionListRequestHeader{ProducerGroup: "pg"}, nil)), wire.SystemError)
+	heartbeat(t, p, "p1", "pg", "", "")
+	resp := invoke(t, p, request(wire.GetProducerConnectionList, &wire.GetProducerConnectionListRequestHeader{ProducerGroup: "pg"}, nil))
+	wantCode(t, resp, wire.Success)
+	var pc ProducerConnection
+	if err := json.Unmarshal(resp.Body, &pc); err != nil {
+		t.Fatal(err)
+	}
+	if len(pc.ConnectionSet) != 1 || pc.ConnectionSet[0].ClientID != "p1" || pc.ConnectionSet[0].Language != "GO" || pc.ConnectionSet[0].ClientAddr == "" {
+		t.Fatalf("producer connection %s", resp.Body)
+	}
+}
+
 // Every request refuses a missing or malformed header with
 // INVALID_PARAMETER, and the connection keeps serving.
 func TestBadHeaders(t *testing.T) {
@@ -226,7 +244,7 @@ func TestBadHeaders(t *testing.T) {
 		wire.SearchOffsetByTimestamp, wire.LockBatchMQ, wire.UnlockBatchMQ, wire.ConsumerSendMsgBack,
 		wire.QueryMessage, wire.ViewMessageByID, wire.UpdateAndCreateTopic, wire.DeleteTopicInBroker,
 		wire.UpdateAndCreateSubscriptionGroup, wire.DeleteSubscriptionGroup, wire.GetConsumerConnectionList,
-		wire.GetConsumeStats, wire.GetTopicStatsInfo,
+		wire.GetProducerConnectionList, wire.GetConsumeStats, wire.GetTopicStatsInfo,
 	}
 	for _, code := range codes {
 		for _, ext := range []map[string]string{nil, {"topic": "", "queueId": "x", "consumerGroup": "", "offset": "1e9", "groupName": ""}} {

@@ -118,6 +118,12 @@ type ConsumerConnection struct {
 	ConsumeFromWhere  string                           `json:"consumeFromWhere"`
 }
 
+// ProducerConnection is the body of a GET_PRODUCER_CONNECTION_LIST
+// response.
+type ProducerConnection struct {
+	ConnectionSet []Connection `json:"connectionSet"`
+}
+
 // OffsetWrapper is a group's position in one queue (Java OffsetWrapper).
 // The lag is BrokerOffset - ConsumerOffset.
 type OffsetWrapper struct {

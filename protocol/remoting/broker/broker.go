@@ -173,6 +173,7 @@ func (b *Broker) Register(mux *server.Mux) {
 	mux.HandleFunc(wire.GetAllSubscriptionGroupConfig, server.KindDefault, b.getAllSubscriptionGroupConfig)
 	mux.HandleFunc(wire.DeleteSubscriptionGroup, server.KindDefault, b.deleteSubscriptionGroup)
 	mux.HandleFunc(wire.GetConsumerConnectionList, server.KindDefault, b.getConsumerConnectionList)
+	mux.HandleFunc(wire.GetProducerConnectionList, server.KindDefault, b.getProducerConnectionList)
 	mux.HandleFunc(wire.GetConsumeStats, server.KindDefault, b.getConsumeStats)
 	mux.HandleFunc(wire.GetTopicStatsInfo, server.KindDefault, b.getTopicStatsInfo)
 	mux.HandleFunc(wire.InvokeBrokerToResetOffset, server.KindDefault, b.invokeBrokerToResetOffset)

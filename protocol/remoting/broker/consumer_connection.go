@@ -38,6 +38,26 @@ func (b *Broker) getConsumerConnectionList(ctx context.Context, c *server.Conn, 
 	return jsonResponse(req, out)
 }
 
+// getProducerConnectionList serves GET_PRODUCER_CONNECTION_LIST (204): the
+// live clients of a producer group, as Java's ProducerConnection, which
+// admin tools show and use to tell whether a transaction can be checked.
+// A group without live producers is a SYSTEM_ERROR, as in Java.
+func (b *Broker) getProducerConnectionList(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
+	var h wire.GetProducerConnectionListRequestHeader
+	if err := decodeHeader(req, &h); err != nil {
+		return errorResponse(req, err)
+	}
+	producers := b.eng.Clients().Producers(h.ProducerGroup)
+	if len(producers) == 0 {
+		return errorResponse(req, fmt.Errorf("%w: %s", errProducerOffline, h.ProducerGroup))
+	}
+	out := ProducerConnection{ConnectionSet: make([]Connection, 0, len(producers))}
+	for _, ci := range producers {
+		out.ConnectionSet = append(out.ConnectionSet, connectionOf(ci))
+	}
+	return jsonResponse(req, out)
+}
+
 // connectionOf describes a client's connection.
 func connectionOf(ci registry.ClientInfo) Connection {
 	conn := Connection{ClientID: string(ci.ID), Language: "OTHER"}

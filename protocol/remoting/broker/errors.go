@@ -83,6 +83,7 @@ var (
 	errSubscriptionOld     = errors.New("broker: the subscription is not the latest")
 	errNoConsumers         = errors.New("broker: no consumer for this group")
 	errConsumerOffline     = errors.New("broker: consumer group not online")
+	errProducerOffline     = errors.New("broker: producer group has no live producer")
 	errReservedTopic       = errors.New("broker: topic is reserved for the broker")
 	errGroupDisabled       = errors.New("broker: consumer group may not consume")
 	errTransactionalBatch  = errors.New("broker: a batch cannot carry transactional messages")

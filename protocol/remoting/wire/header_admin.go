@@ -18,6 +18,24 @@ func (h *GetConsumerConnectionListRequestHeader) EncodeFields(ext map[string]str
 	ext["consumerGroup"] = h.ConsumerGroup
 }
 
+// GetProducerConnectionListRequestHeader is the header of
+// GET_PRODUCER_CONNECTION_LIST (204). Required: producerGroup.
+type GetProducerConnectionListRequestHeader struct {
+	ProducerGroup string // producerGroup
+}
+
+// DecodeFields implements Header.
+func (h *GetProducerConnectionListRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("GetProducerConnectionListRequestHeader", ext)
+	h.ProducerGroup = r.nonEmpty("producerGroup")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *GetProducerConnectionListRequestHeader) EncodeFields(ext map[string]string) {
+	ext["producerGroup"] = h.ProducerGroup
+}
+
 // GetConsumeStatsRequestHeader is the header of GET_CONSUME_STATS (208).
 // Required: consumerGroup. An empty topic asks for every topic the group
 // consumes.
