@@ -407,10 +407,15 @@ func TestAdminResetOffsetOnline(t *testing.T) {
 	k.createTopic(topic, 2)
 	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: 16})
 	got := newReceived()
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
 	k.pushConsumer(group, topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
 		got.add(msgs...)
+		if string(msgs[0].Body) == "held" {
+			<-hold
+		}
 		return consumer.ConsumeSuccess
-	})
+	}, consumer.WithConsumeMessageBatchMaxSize(1))
 	p := k.producer()
 	early, late := seq("early", 0, 10), seq("late", 0, 10)
 	var lastEarly int64
@@ -472,7 +477,21 @@ func TestAdminResetOffsetOnline(t *testing.T) {
 		}
 	}
 
-	// Some lag for describe to show: messages sent while nothing commits.
+	// Lag for describe to show: the listener holds one message, so its
+	// queue's committed offset stays there while later messages arrive.
+	held := p.send(primitive.NewMessage(topic, []byte("held")))
+	heldQ := int32(held.MessageQueue.QueueId)
+	for _, b := range seq("after", 0, 6) {
+		p.send(primitive.NewMessage(topic, []byte(b)))
+	}
+	got.waitFor(t, "the held message and those after it", time.Minute, func() bool { return got.distinct() == len(early)+len(late)+7 })
+	ends = k.queueEnds(topic, 2)
+	want := slices.Clone(ends)
+	want[heldQ] = held.QueueOffset
+	if ends[heldQ] == held.QueueOffset+1 {
+		t.Fatalf("no message went to queue %d after the held one", heldQ)
+	}
+	pollUntil(t, "the consumer to commit up to the held message", 30*time.Second, func() bool { return k.committedAt(group, topic, want) })
 	var d admin.GroupDescription
 	k.adminCLI(&d, "group", "describe", group)
 	if !d.Online || len(d.Members) != 1 || d.Members[0].Language != "GO" {
@@ -493,6 +512,9 @@ func TestAdminResetOffsetOnline(t *testing.T) {
 			t.Errorf("describe shows queue %d at %d/%d lag %d; the broker has %d/%d", q.QueueID, q.ConsumerOffset, q.BrokerOffset, q.Lag, committed, ends[q.QueueID])
 		}
 		total += q.Lag
+	}
+	if lag := ends[heldQ] - held.QueueOffset; total != lag {
+		t.Errorf("describe shows a lag of %d, want %d (queue %d held at %d of %d)", total, lag, heldQ, held.QueueOffset, ends[heldQ])
 	}
 	if queues != 2 || d.TotalLag != total {
 		t.Errorf("describe shows %d queues of %s and total lag %d (queues add up to %d)", queues, topic, d.TotalLag, total)
@@ -618,6 +640,15 @@ func TestTransactionCheckProducerLeaves(t *testing.T) {
 	second := &localTransactions{checks: map[string]int{}}
 	b := startTxn(second)
 	t.Cleanup(func() { b.Shutdown() })
+	// A producer heartbeats only to brokers it has a route to: b sends
+	// first, so that its heartbeat reaches the broker.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	res, err = b.SendMessageInTransaction(ctx, primitive.NewMessage(topic, []byte("commit")))
+	cancel()
+	if err != nil || res.Status != primitive.SendOK {
+		t.Fatalf("send: %v %v", res, err)
+	}
+	k.waitProducers(group, 2)
 	shutDown := make(chan struct{})
 	go func() { stopA(); close(shutDown) }()
 	select {
@@ -625,13 +656,41 @@ func TestTransactionCheckProducerLeaves(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the first producer did not shut down")
 	}
-	got.waitFor(t, "the transaction committed by the second producer", 40*time.Second, func() bool { return got.count("unknown-commit") == 1 })
+	got.waitFor(t, "the transaction committed by the second producer", 30*time.Second, func() bool { return got.count("unknown-commit") == 1 })
 	if second.checked("unknown-commit") == 0 {
 		t.Error("the second producer was never asked")
 	}
 	k.producer().send(primitive.NewMessage(topic, []byte("last")))
 	got.waitFor(t, "the last message", time.Minute, func() bool { return got.count("last") == 1 })
-	if n := got.count("unknown-commit"); n != 1 {
-		t.Errorf("handed-over delivered %d times, want once", n)
+	for _, body := range []string{"unknown-commit", "commit"} {
+		if n := got.count(body); n != 1 {
+			t.Errorf("%s delivered %d times, want once", body, n)
+		}
 	}
+}
+
+// producers returns the client ids of the live producers of group
+// (GET_PRODUCER_CONNECTION_LIST); none when the broker knows none.
+func (k *karman) producers(group string) []string {
+	k.t.Helper()
+	resp := k.invoke(wire.GetProducerConnectionList, &wire.GetProducerConnectionListRequestHeader{ProducerGroup: group}, nil)
+	if resp.ResponseCode() != wire.Success {
+		return nil
+	}
+	var pc broker.ProducerConnection
+	if err := json.Unmarshal(resp.Body, &pc); err != nil {
+		k.t.Fatalf("producer connections of %s: %v", group, err)
+	}
+	var ids []string
+	for _, c := range pc.ConnectionSet {
+		ids = append(ids, c.ClientID)
+	}
+	return ids
+}
+
+// waitProducers waits until the broker lists n live producers of group:
+// they heartbeat on their own schedule.
+func (k *karman) waitProducers(group string, n int) {
+	k.t.Helper()
+	pollUntil(k.t, fmt.Sprintf("%d producers of %s", n, group), 45*time.Second, func() bool { return len(k.producers(group)) == n })
 }
