@@ -21,8 +21,9 @@ import (
 // REAL_TOPIC and REAL_QID and its due time in TIMER_OUT_MS; the dispatcher
 // indexes it in the timer index (package timer). When it falls due the
 // scheduler appends a copy to the real queue, without the scheduling
-// properties and with TIMER_SRC naming the scheduled record, which the
-// dispatcher uses to retire the timer entry. The copies of the messages
+// properties but TIMER_DELIVER_MS and with TIMER_SRC naming the scheduled
+// record, which the dispatcher uses to retire the timer entry (RocketMQ's
+// timer store, too, delivers TIMER_DELIVER_MS). The copies of the messages
 // due together are appended as one batch, each the stored record rewritten
 // (message.AppendRewritten) rather than decoded and encoded again; every
 // field but the topic, queue and properties is the scheduled record's,
@@ -214,14 +215,16 @@ func (e *Engine) deliverAll(s *sendState, due []timer.Entry, last *int64) error 
 // its timer entry is retired without a delivery.
 var errDropScheduled = errors.New("engine: scheduled message cannot be delivered")
 
-// timerDrop are the properties a delivered copy leaves out.
+// timerDrop are the properties a delivered copy leaves out. It keeps
+// TIMER_DELIVER_MS, as RocketMQ's timer store does: consumers read a timer
+// message's delivery time there.
 var timerDrop = []string{message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyDelayLevel,
-	message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS, message.PropertyTimerOutMS,
+	message.PropertyTimerDelaySec, message.PropertyTimerDelayMS, message.PropertyTimerOutMS,
 	propertyTimerSource}
 
 // deliverOne adds to s the copy of the scheduled message of en for its real
 // queue: the stored record with its real topic and queue, without the
-// scheduling properties and with TIMER_SRC naming en. It fails with
+// scheduling properties (timerDrop) and with TIMER_SRC naming en. It fails with
 // errDropScheduled when the message cannot be read or its topic is gone.
 func (e *Engine) deliverOne(s *sendState, en timer.Entry) error {
 	rec, err := e.log.Read(en.Offset, s.read[:0])

@@ -266,7 +266,7 @@ func TestDeliveredCopy(t *testing.T) {
 	}
 	want := map[string]string{
 		message.PropertyTags: "TagA", message.PropertyKeys: "k1", "custom": "x", message.PropertyUniqKey: res.MsgID,
-		propertyTimerSource: fmt.Sprintf("%d,%d", due, res.CommitLogOffset),
+		propertyTimerSource: fmt.Sprintf("%d,%d", due, res.CommitLogOffset), message.PropertyTimerDeliverMS: strconv.FormatInt(due, 10),
 	}
 	if !maps.Equal(c.Properties, want) {
 		t.Fatalf("properties %v, want %v", c.Properties, want)
