@@ -409,3 +409,187 @@ func TestCrossTransactionsNodeToGo(t *testing.T) {
 		}
 	}
 }
+
+// crossKeys are several keys of one message.
+var crossKeys = []string{"key-1", "ключ-2", "key-3"}
+
+// TestCrossPropertiesGoToNode: a Go producer's user properties with
+// unusual names and values, several keys, tag, born host and time and its
+// UNIQ_KEY reach a Node consumer as the message's; so does a body the Go
+// client compresses.
+func TestCrossPropertiesGoToNode(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const topic = "CrossPropsGoToNode"
+	k.createTopic(topic, 2)
+	p := k.producer()
+	bodies := []string{"unusual", strings.Repeat("compressed-", 1<<9)} // 5.5 KiB: the Go client compresses above 4 KiB
+	ids := map[string]string{}
+	before := time.Now().UnixMilli()
+	for _, body := range bodies {
+		m := primitive.NewMessage(topic, []byte(body)).WithTag("props").WithKeys(crossKeys)
+		for key, value := range crossProperties {
+			m.WithProperty(key, value)
+		}
+		ids[body] = p.send(m).MsgID
+	}
+	after := time.Now().UnixMilli()
+	// The Go client leaves out properties with empty values.
+	want := maps.Clone(crossProperties)
+	delete(want, "empty")
+	var res struct {
+		Received []struct {
+			nodeMessage
+			BornHost string `json:"bornHost"`
+		} `json:"received"`
+	}
+	k.node("crossview", map[string]any{"topic": topic, "group": "cross-props-node", "count": len(bodies)}, &res)
+	if len(res.Received) != len(bodies) {
+		t.Errorf("%d deliveries, want %d", len(res.Received), len(bodies))
+	}
+	for _, m := range res.Received {
+		if m.ID != ids[m.Body] || m.Topic != topic || m.Tag != "props" || !slices.Equal(m.Keys, crossKeys) ||
+			!maps.Equal(m.Properties, want) || m.Attempt != 1 || m.Corrupted {
+			t.Errorf("%.20s (id %s) received as %v", m.Body, ids[m.Body], m.nodeMessage)
+		}
+		if m.BornAt < before || m.BornAt > after || m.BornHost != "127.0.0.1" {
+			t.Errorf("%.20s sent from 127.0.0.1 between %d and %d, received as born at %d on %q", m.Body, before, after, m.BornAt, m.BornHost)
+		}
+	}
+}
+
+// TestCrossPropertiesNodeToGo: a Node producer's user properties with
+// unusual names and values, several keys, tag, message id, born host and
+// time reach a Go consumer as the message's.
+func TestCrossPropertiesNodeToGo(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const topic = "CrossPropsNodeToGo"
+	k.createTopic(topic, 2)
+	out := []outMessage{
+		{Body: "unusual", Tag: "props", Keys: crossKeys, Properties: crossProperties},
+		{Body: "large-", Repeat: 1 << 10, Tag: "props", Keys: crossKeys, Properties: crossProperties},
+	}
+	before := time.Now().UnixMilli()
+	sent := k.nodeSend(topic, out)
+	after := time.Now().UnixMilli()
+	got := newOrdered()
+	k.pushConsumer("cross-props-go", topic, "*", got.handle(consumer.ConsumeSuccess))
+	got.waitFor(t, "every message", 30*time.Second, func() bool { return got.distinct() == len(out) })
+	byBody := got.byBody()
+	for i, w := range out {
+		m := byBody[w.body()]
+		props := map[string]string{}
+		for key := range crossProperties {
+			if v, ok := m.GetProperties()[key]; ok {
+				props[key] = v
+			}
+		}
+		if m.MsgId != sent[i].ID || m.Topic != topic || m.GetTags() != w.Tag || m.GetKeys() != strings.Join(crossKeys, " ") ||
+			!maps.Equal(props, crossProperties) || m.ReconsumeTimes != 0 {
+			t.Errorf("%.20s (id %s) received as id %s on %s tag %q keys %q properties %v", w.Body, sent[i].ID, m.MsgId, m.Topic, m.GetTags(), m.GetKeys(), m.GetProperties())
+		}
+		if m.BornTimestamp < before || m.BornTimestamp > after || m.StoreTimestamp < m.BornTimestamp || m.StoreTimestamp > time.Now().UnixMilli() {
+			t.Errorf("%.20s sent between %d and %d, received as born at %d and stored at %d", w.Body, before, after, m.BornTimestamp, m.StoreTimestamp)
+		}
+		if !strings.HasPrefix(m.BornHost, "127.0.0.1:") {
+			t.Errorf("%.20s born on %q, want the producer's address", w.Body, m.BornHost)
+		}
+	}
+}
+
+// TestCrossDeadLetterNodeToGo: a message a Node push consumer always
+// fails lands in its group's dead-letter topic, which a Go pull consumer
+// reads with the message's id, original topic, tag, keys and properties.
+func TestCrossDeadLetterNodeToGo(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const topic, group = "CrossDlqNodeToGo", "cross-dlq-node-group"
+	k.createTopic(topic, 1)
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: 1, GroupRetryPolicy: shortRetries})
+	out := []outMessage{
+		{Body: "poison", Tag: "dead", Keys: crossKeys, Properties: crossProperties},
+		{Body: "fine", Tag: "alive"},
+	}
+	// The dead-letter topic the gRPC server creates reaches the name
+	// server only at the broker's next periodic registration: created
+	// beforehand, it is routed at once.
+	dlq := message.DLQTopic(group)
+	k.createTopic(dlq, 1)
+	sent := k.nodeSend(topic, out)
+	// The server moves the message once the consumer receives after its
+	// last attempt failed: the consumer goes on until the test ends.
+	k.startNode("push", map[string]any{"topic": topic, "group": group, "count": 1, "poison": []string{"poison"},
+		"poisonAttempts": 2, "lingerMs": 60000})
+	k.drainQueue(dlq, 1)
+	c := k.pullConsumer("cross-dlq-reader", dlq, "*")
+	m := pullOne(t, c, dlq)
+	props := m.GetProperties()
+	if string(m.Body) != "poison" || m.MsgId != sent[0].ID || m.GetTags() != "dead" || m.GetKeys() != strings.Join(crossKeys, " ") {
+		t.Errorf("dead letter %s (id %s, tag %q, keys %q), want poison (id %s)", m.Body, m.MsgId, m.GetTags(), m.GetKeys(), sent[0].ID)
+	}
+	for key, value := range crossProperties {
+		if props[key] != value {
+			t.Errorf("dead letter property %q is %q, want %q", key, props[key], value)
+		}
+	}
+	if props[message.PropertyRetryTopic] != topic || props[message.PropertyDLQOriginTopic] != topic {
+		t.Errorf("dead letter from %s names RETRY_TOPIC %q and DLQ_ORIGIN_TOPIC %q", topic, props[message.PropertyRetryTopic], props[message.PropertyDLQOriginTopic])
+	}
+	if m.ReconsumeTimes < 1 {
+		t.Errorf("dead letter after two delivery attempts has %d reconsume times", m.ReconsumeTimes)
+	}
+}
+
+// pullOne pulls queue 0 of topic from offset 0 until it holds a message.
+func pullOne(t *testing.T, c pullClient, topic string) *primitive.MessageExt {
+	t.Helper()
+	mqs, err := c.GetTopicRouteInfo(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queueOf(t, mqs, 0)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := c.PullFrom(ctx, q, 0, 4)
+		cancel()
+		if err == nil && res.Status == primitive.PullFound && len(res.GetMessageExts()) > 0 {
+			return res.GetMessageExts()[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pull %s: %v %v", topic, res, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCrossDeadLetterGoToNode: a message a Go push consumer always fails
+// lands in its group's dead-letter topic, which a Node consumer reads with
+// the message's id, tag, keys and properties (but for the empty one,
+// which the Go client does not send).
+func TestCrossDeadLetterGoToNode(t *testing.T) {
+	t.Parallel()
+	k := startKarman(t)
+	const topic, group = "CrossDlqGoToNode", "cross-dlq-go-group"
+	k.createTopic(topic, 1)
+	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: 1, GroupRetryPolicy: shortRetries})
+	got := newOrdered()
+	k.pushConsumer(group, topic, "*", got.handle(consumer.ConsumeRetryLater), consumer.WithMaxReconsumeTimes(1))
+	m := primitive.NewMessage(topic, []byte("poison")).WithTag("dead").WithKeys(crossKeys)
+	for key, value := range crossProperties {
+		m.WithProperty(key, value)
+	}
+	id := k.producer().send(m).MsgID
+	stored := k.drainQueue(message.DLQTopic(group), 1)[0]
+	d := k.nodeReceive(map[string]any{"topic": message.DLQTopic(group), "group": "cross-dlq-node-reader", "count": 1})
+	if len(d) != 1 {
+		t.Fatalf("%d deliveries of the dead letter, want 1", len(d))
+	}
+	want := maps.Clone(crossProperties)
+	delete(want, "empty")
+	if d[0].Body != "poison" || d[0].ID != id || d[0].Tag != "dead" || !slices.Equal(d[0].Keys, crossKeys) ||
+		!maps.Equal(d[0].Properties, want) || d[0].Corrupted || stored.ReconsumeTimes < 1 {
+		t.Errorf("dead letter of id %s received as %v", id, d[0])
+	}
+}
