@@ -212,7 +212,8 @@ func TestConcurrentRetryDelayLevel(t *testing.T) {
 	const topic, group = "RetryLevels", "retry-levels"
 	k.createTopic(topic, 2)
 	k.createGroup(broker.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryMaxTimes: 16})
-	levels := map[string]int{"level-1": 1, "level-2": 2}
+	// Level -1 asks the broker to dead-letter the message at once.
+	levels := map[string]int{"level-1": 1, "level-2": 2, "level--1": -1}
 	j := newJournal()
 	k.ctxConsumer(group, topic, func(ctx context.Context, msgs ...*primitive.MessageExt) consumer.ConsumeResult {
 		j.note(msgs...)
@@ -221,26 +222,37 @@ func TestConcurrentRetryDelayLevel(t *testing.T) {
 			t.Error("no concurrent consume context")
 			return consumer.ConsumeSuccess
 		}
-		if l := levels[string(msgs[0].Body)]; l > 0 {
+		if l := levels[string(msgs[0].Body)]; l != 0 {
 			cc.DelayLevelWhenNextConsume = l
 			return consumer.ConsumeRetryLater
 		}
 		return consumer.ConsumeSuccess
 	}, consumer.WithMaxReconsumeTimes(2), consumer.WithConsumeMessageBatchMaxSize(1))
 	p := k.producer()
-	for _, b := range []string{"level-1", "level-2", "fine"} {
+	for _, b := range []string{"level-1", "level-2", "level--1", "fine"} {
 		p.send(primitive.NewMessage(topic, []byte(b)))
 	}
-	dead := k.drainQueue(message.DLQTopic(group), 2)
+	t.Cleanup(func() {
+		if t.Failed() {
+			j.mu.Lock()
+			t.Logf("deliveries: %+v", j.log)
+			j.mu.Unlock()
+		}
+	})
+	dead := k.drainQueue(message.DLQTopic(group), 3)
 	var deadBodies []string
 	for _, m := range dead {
 		deadBodies = append(deadBodies, string(m.Body))
-		if m.ReconsumeTimes != 3 || m.Properties[message.PropertyDLQOriginTopic] != topic {
-			t.Errorf("dead letter %s has ReconsumeTimes %d and origin %q, want 3 and %s", m.Body, m.ReconsumeTimes, m.Properties[message.PropertyDLQOriginTopic], topic)
+		wantTimes := int32(3)
+		if string(m.Body) == "level--1" {
+			wantTimes = 1
+		}
+		if m.ReconsumeTimes != wantTimes || m.Properties[message.PropertyDLQOriginTopic] != topic {
+			t.Errorf("dead letter %s has ReconsumeTimes %d and origin %q, want %d and %s", m.Body, m.ReconsumeTimes, m.Properties[message.PropertyDLQOriginTopic], wantTimes, topic)
 		}
 	}
 	slices.Sort(deadBodies)
-	if want := []string{"level-1", "level-2"}; !slices.Equal(deadBodies, want) {
+	if want := []string{"level--1", "level-1", "level-2"}; !slices.Equal(deadBodies, want) {
 		t.Errorf("dead letters %v, want %v", deadBodies, want)
 	}
 	delays := map[string]time.Duration{"level-1": time.Second, "level-2": 5 * time.Second}
@@ -262,8 +274,10 @@ func TestConcurrentRetryDelayLevel(t *testing.T) {
 			t.Errorf("%s delivered with ReconsumeTimes %v, want %v", body, attempts, want)
 		}
 	}
-	if n := j.count("fine"); n != 1 {
-		t.Errorf("fine delivered %d times, want 1", n)
+	for body, want := range map[string]int{"fine": 1, "level--1": 1} {
+		if n := j.count(body); n != want {
+			t.Errorf("%s delivered %d times, want %d", body, n, want)
+		}
 	}
 }
 
