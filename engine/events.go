@@ -12,6 +12,11 @@ const (
 	// EventOffsetReset: a group's offsets in a topic were reset; Offsets
 	// holds the new ones by queue id.
 	EventOffsetReset EventKind = iota + 1
+	// EventTopicCreated: Topic was created, by any front-end or by the
+	// engine itself (auto-creation, retry and dead-letter topics).
+	EventTopicCreated
+	// EventTopicDeleted: Topic was deleted.
+	EventTopicDeleted
 )
 
 // Event is a change front-ends may need to pass on to connected clients.
@@ -53,6 +58,11 @@ func (e *Engine) Subscribe(ctx context.Context) <-chan Event {
 		e.events.mu.Unlock()
 	}()
 	return ch
+}
+
+// topicCreated tells subscribers that topic was created.
+func (e *Engine) topicCreated(topic string) {
+	e.publish(Event{Kind: EventTopicCreated, Topic: topic})
 }
 
 func (e *Engine) publish(ev Event) {

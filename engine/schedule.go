@@ -140,8 +140,12 @@ func (e *Engine) schedule(s *sendState, t *topicState, q *queueState, m *message
 func (e *Engine) systemQueue(name string) (*queueState, error) {
 	t, err := e.topic(name)
 	if errors.Is(err, ErrTopicNotFound) {
-		if _, _, err = e.meta.CreateTopic(meta.Topic{Name: name, ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW, System: true}); err != nil {
+		var created bool
+		if _, created, err = e.meta.CreateTopic(meta.Topic{Name: name, ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW, System: true}); err != nil {
 			return nil, err
+		}
+		if created {
+			e.topicCreated(name)
 		}
 		t, err = e.topic(name)
 	}

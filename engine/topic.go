@@ -208,7 +208,15 @@ func (e *Engine) CreateTopic(t meta.Topic) error {
 	if err := validateTopicConfig(&t); err != nil {
 		return err
 	}
-	return e.putTopic(t)
+	_, err := e.meta.Topic(t.Name)
+	existed := err == nil
+	if err := e.putTopic(t); err != nil {
+		return err
+	}
+	if !existed {
+		e.topicCreated(t.Name)
+	}
+	return nil
 }
 
 // EnsureTopic creates t unless a topic of its name exists, and returns the
@@ -231,6 +239,9 @@ func (e *Engine) EnsureTopic(t meta.Topic) (meta.Topic, bool, error) {
 		if _, err := e.loadTopic(stored); err != nil {
 			return meta.Topic{}, false, err
 		}
+	}
+	if created {
+		e.topicCreated(stored.Name)
 	}
 	return stored, created, nil
 }
@@ -287,11 +298,15 @@ func (e *Engine) ensureTopic(name string) (*topicState, error) {
 		return nil, fmt.Errorf("%w: %s is not auto-created", ErrReservedName, name)
 	}
 	cfg := meta.Topic{Name: name, ReadQueues: e.opts.DefaultQueues, WriteQueues: e.opts.DefaultQueues, Perm: meta.PermRW}
-	stored, _, err := e.meta.CreateTopic(cfg)
+	stored, created, err := e.meta.CreateTopic(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return e.loadTopic(stored)
+	ts, err := e.loadTopic(stored)
+	if err == nil && created {
+		e.topicCreated(name)
+	}
+	return ts, err
 }
 
 // DeleteTopic removes a topic, its queue indexes and every consumer offset
@@ -306,6 +321,7 @@ func (e *Engine) DeleteTopic(name string) error {
 	}
 	e.topics.Delete(name)
 	e.topicsGen.Add(1)
+	e.publish(Event{Kind: EventTopicDeleted, Topic: name})
 	e.dropPops(func(k popKey) bool { return k.topic == name })
 	if err := e.queues.DeleteTopic(name); err != nil {
 		return err

@@ -258,3 +258,27 @@ func TestBadHeaders(t *testing.T) {
 	wantCode(t, invoke(t, p, &wire.Command{Code: 9999}), wire.RequestCodeNotSupported)
 	h.send(p, "TopicA", 0, "still serving")
 }
+
+// TestTopicsChangedByEngine: a topic another front-end (or the engine
+// itself) creates or deletes reaches the name servers at once, not only
+// with the next periodic registration.
+func TestTopicsChangedByEngine(t *testing.T) {
+	h := newHarness(t)
+	drain(h.b.TopicsChanged())
+	changed := func(what string) {
+		t.Helper()
+		select {
+		case <-h.b.TopicsChanged():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no TopicsChanged after %s", what)
+		}
+	}
+	if _, _, err := h.eng.EnsureTopic(meta.Topic{Name: "FromElsewhere", ReadQueues: 2, WriteQueues: 2}); err != nil {
+		t.Fatal(err)
+	}
+	changed("the engine created a topic")
+	if err := h.eng.DeleteTopic("FromElsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	changed("the engine deleted a topic")
+}

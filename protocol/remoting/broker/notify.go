@@ -59,7 +59,15 @@ func (b *Broker) notifyConsumers(group string) {
 // eventLoop passes engine events on to clients.
 func (b *Broker) eventLoop(events <-chan engine.Event) {
 	for ev := range events {
-		if ev.Kind != engine.EventOffsetReset {
+		switch ev.Kind {
+		case engine.EventTopicCreated:
+			b.noteTopic(ev.Topic)
+			continue
+		case engine.EventTopicDeleted:
+			b.forgetTopic(ev.Topic)
+			continue
+		case engine.EventOffsetReset:
+		default:
 			continue
 		}
 		body, err := resetOffsetBody(b.opts.BrokerName, ev.Topic, ev.Offsets)

@@ -28,11 +28,11 @@ func (b *Broker) TopicConfigs() []namesrv.TopicConfig {
 }
 
 // TopicsChanged returns a channel that receives a value after topics were
-// created or deleted through this broker (including topics the engine
-// created on a first send, and retry topics created for new consumer
-// groups). Changes made meanwhile are coalesced into one value. Topics
-// changed through other front-ends are not seen; re-register periodically
-// as well.
+// created or deleted: through this broker, another front-end or the
+// engine itself (topics created on a first send, retry and dead-letter
+// topics of consumer groups), as the engine's events report them. Changes
+// made meanwhile are coalesced into one value. Re-register periodically
+// as well: the engine drops events for a subscriber that falls behind.
 func (b *Broker) TopicsChanged() <-chan struct{} { return b.topicsChanged }
 
 // noteTopic records that topic exists and signals TopicsChanged when it

@@ -511,11 +511,9 @@ func TestCrossDeadLetterNodeToGo(t *testing.T) {
 		{Body: "poison", Tag: "dead", Keys: crossKeys, Properties: crossProperties},
 		{Body: "fine", Tag: "alive"},
 	}
-	// The dead-letter topic the gRPC server creates reaches the name
-	// server only at the broker's next periodic registration: created
-	// beforehand, it is routed at once.
+	// The engine creates the dead-letter topic with the first dead
+	// letter, and the broker registers it with the name server at once.
 	dlq := message.DLQTopic(group)
-	k.createTopic(dlq, 1)
 	sent := k.nodeSend(topic, out)
 	// The server moves the message once the consumer receives after its
 	// last attempt failed: the consumer goes on until the test ends.
