@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	// Linking what the child tests link makes a change to it a change of
@@ -45,6 +46,30 @@ func TestCompatibilityWithoutRaceInClient(t *testing.T) {
 	out, err := run.CombinedOutput()
 	t.Logf("go test (without -race):\n%s", out)
 	if err != nil {
-		t.Fatalf("compatibility tests failed: %v", err)
+		t.Fatalf("compatibility tests failed: %v\n%s", err, failures(out))
 	}
+}
+
+// failures picks out of a go test output the failed tests' lines and
+// what they logged, leaving out the clients' own log lines, so that the
+// reason for a failure ends the output however long the log before it.
+func failures(out []byte) string {
+	var b strings.Builder
+	inFailure := false
+	for line := range strings.Lines(string(out)) {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "--- FAIL"), strings.HasPrefix(trimmed, "panic:"):
+			inFailure = true
+		case !strings.HasPrefix(line, " ") && !strings.HasPrefix(line, "\t"):
+			inFailure = false
+		}
+		if inFailure && !strings.HasPrefix(trimmed, "time=") {
+			b.WriteString(line)
+		}
+	}
+	if b.Len() == 0 {
+		return "(no failed test named; see the output above)"
+	}
+	return "failed:\n" + b.String()
 }

@@ -928,7 +928,13 @@ func TestRequestReply(t *testing.T) {
 			// CreateReplyMessage reads its body argument as properties and
 			// leaves the body empty.
 			reply.Body = []byte("re: " + string(m.Body))
-			replier.send(reply)
+			// A question can come again while the test ends (the client
+			// consumes at least once): a reply that fails here fails
+			// the request below, and the test must not be failed from
+			// the consumer's goroutine after it has ended.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			replier.p.SendSync(ctx, reply)
+			cancel()
 		}
 		return consumer.ConsumeSuccess
 	})

@@ -19,8 +19,10 @@
 //
 // Parameters: topic, group, count, restartCount, lingerMs.
 // Result: {sent: [{body, id, transactionId, producer}], checks: [view +
-// {answer, producer}], ends: [{id, resolution, source, producer, at}],
-// received: [view], shutdownAt}.
+// {answer, producer, at}], ends: [{id, resolution, source, producer, at}],
+// received: [view], shutdownAt}. A check's at is when it arrived; an
+// end's, when its EndTransaction was answered; shutdownAt, when producer
+// 0's shutdown returned.
 
 const { setTimeout } = require('node:timers/promises');
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
@@ -63,7 +65,7 @@ run(async (endpoint, p) => {
       async check(m) {
         const v = view(m);
         const a = answer(v.body, checks.filter(c => c.body === v.body).length);
-        checks.push(Object.assign(v, { answer: name(TransactionResolution, a), producer: index }));
+        checks.push(Object.assign(v, { answer: name(TransactionResolution, a), producer: index, at: Date.now() }));
         return a;
       },
     };
