@@ -43,15 +43,9 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyC
 	if sess == nil {
 		return &rmqpb.NotifyClientTerminationResponse{Status: statusOf(errClientIDRequired)}, nil
 	}
-	s.forget(sess)
-	return &rmqpb.NotifyClientTerminationResponse{Status: okStatus()}, nil
-}
-
-// forget drops a client's session and, when the registry still reaches
-// the client through that session, its registration.
-func (s *Server) forget(sess *session.Session) {
-	s.sessions.Remove(sess.ID())
+	s.sessions.Terminate(sess.ID())
 	s.eng.Clients().Disconnect(sess)
+	return &rmqpb.NotifyClientTerminationResponse{Status: okStatus()}, nil
 }
 
 // membership is the registry heartbeat of a client given settings st (as

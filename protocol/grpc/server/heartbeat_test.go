@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -68,8 +69,34 @@ func TestNotifyClientTermination(t *testing.T) {
 	default:
 		t.Fatal("session not dropped")
 	}
-	if _, err := stream.Recv(); err != io.EOF {
+	// The stream stays open for the client to end (the server ending it
+	// would do so at once): what the client still writes on it is
+	// ignored, registers nothing and gets no answer.
+	ended := make(chan error, 1)
+	go func() {
+		cmd, err := stream.Recv()
+		if err == nil {
+			err = fmt.Errorf("got %v", cmd)
+		}
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		t.Fatalf("the telemetry stream of a terminated client ended before the client ended it: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := stream.Send(&rmqpb.TelemetryCommand{Command: &rmqpb.TelemetryCommand_Settings{
+		Settings: consumerDeclaration(rmqpb.ClientType_SIMPLE_CONSUMER, "G", "T")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; err != io.EOF {
 		t.Fatalf("telemetry stream after termination: %v, want EOF", err)
+	}
+	if _, ok := e.eng.Clients().Client("consumer@1"); ok {
+		t.Fatal("registered again by settings sent after termination")
 	}
 
 	resp, err = e.cli.NotifyClientTermination(e.as(""), &rmqpb.NotifyClientTerminationRequest{})
@@ -77,6 +104,26 @@ func TestNotifyClientTermination(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.want(resp.GetStatus(), rmqpb.Code_CLIENT_ID_REQUIRED)
+}
+
+// The telemetry stream of a client that terminated but does not end it
+// is ended by the server after TerminationGrace.
+func TestTerminationGrace(t *testing.T) {
+	const grace = 200 * time.Millisecond
+	e := newPubEnv(t, engine.Options{AutoCreateTopics: true}, Options{AutoCreateTopics: true, TerminationGrace: grace})
+	stream := e.producer("leaving@1", "T")
+	start := time.Now()
+	resp, err := e.cli.NotifyClientTermination(e.as("leaving@1"), &rmqpb.NotifyClientTerminationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.want(resp.GetStatus(), rmqpb.Code_OK)
+	if cmd, err := stream.Recv(); err != io.EOF {
+		t.Fatalf("telemetry stream after termination: %v, %v; want EOF", cmd, err)
+	}
+	if d := time.Since(start); d < grace {
+		t.Fatalf("stream ended %s after termination, before the grace of %s", d, grace)
+	}
 }
 
 // A client that stops heartbeating is forgotten after ClientExpiry, even

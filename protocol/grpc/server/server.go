@@ -61,6 +61,10 @@ type Options struct {
 	// telemetry stream and its registry membership. Default
 	// registry.DefaultExpiry.
 	ClientExpiry time.Duration
+	// TerminationGrace is how long the telemetry stream of a client that
+	// said it terminates (NotifyClientTermination) stays open for the
+	// client to end it (see Telemetry). Default DefaultTerminationGrace.
+	TerminationGrace time.Duration
 	// Consume tunes message consumption (invisible durations, long
 	// polling, receipt renewal); see ConsumeOptions for the defaults.
 	Consume ConsumeOptions
@@ -94,6 +98,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.ClientExpiry <= 0 {
 		o.ClientExpiry = registry.DefaultExpiry
+	}
+	if o.TerminationGrace <= 0 {
+		o.TerminationGrace = DefaultTerminationGrace
 	}
 	if o.StreamWorkers == 0 {
 		o.StreamWorkers = DefaultStreamWorkers

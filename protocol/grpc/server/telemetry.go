@@ -33,6 +33,9 @@ const (
 	producerBackoffMultiplier = 2
 )
 
+// DefaultTerminationGrace is the default of Options.TerminationGrace.
+const DefaultTerminationGrace = 30 * time.Second
+
 // Telemetry serves a client's telemetry stream. The client writes its
 // settings first, again every 5 minutes and after every reconnect; each
 // time the server registers the client (see heartbeat.go) and answers with
@@ -46,8 +49,13 @@ const (
 //
 // The server writes commands for the client to the stream, such as
 // transaction checks (transaction_check.go), queued on the client's
-// session. The stream ends when the client ends it, when the client is
-// forgotten (NotifyClientTermination, expiry), or when the server closes.
+// session. The stream ends when the client ends it, when the client
+// expires, or when the server closes. A client that said it terminates
+// (NotifyClientTermination) gets nothing more on it, and what it sends is
+// ignored, but the stream stays open for the client to end, for up to
+// Options.TerminationGrace: a client whose stream the server ends opens a new one
+// (the Node.js client a second later, even while it shuts down), which
+// would register it again.
 //
 // A client normally keeps one stream per server; when it opens another,
 // commands go to the newest.
@@ -82,6 +90,8 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 
 	out := st.Out()
 	replaced := st.Done()
+	gone := sess.Gone()
+	var grace <-chan time.Time // set once the client terminated
 	for {
 		select {
 		case cmd, ok := <-in:
@@ -90,6 +100,9 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 					return nil
 				}
 				return recvErr
+			}
+			if grace != nil {
+				continue
 			}
 			sess.Seen()
 			if reply := s.telemetryReply(sess, cmd); reply != nil {
@@ -103,7 +116,15 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 			}
 		case <-replaced:
 			out, replaced = nil, nil // a newer stream gets the commands
-		case <-sess.Gone():
+		case <-gone:
+			if !sess.Terminated() {
+				return nil
+			}
+			gone, out, replaced = nil, nil, nil
+			t := time.NewTimer(s.opts.TerminationGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
 			return nil
 		case <-s.ctx.Done():
 			return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
@@ -22,8 +23,9 @@ const outboxSize = 64
 
 // Session is one client.
 type Session struct {
-	id   string
-	gone chan struct{} // closed when the table drops the session
+	id         string
+	gone       chan struct{} // closed when the table drops the session
+	terminated atomic.Bool   // dropped because the client said it ends
 
 	mu          sync.Mutex
 	remote      string
@@ -248,6 +250,25 @@ func (t *Table) Remove(id string) (*Session, bool) {
 	}
 	return s, ok
 }
+
+// Terminate drops client id as Remove does, for a client that said it
+// terminates (NotifyClientTermination): see Terminated.
+func (t *Table) Terminate(id string) (*Session, bool) {
+	t.mu.Lock()
+	s, ok := t.m[id]
+	delete(t.m, id)
+	t.mu.Unlock()
+	if ok {
+		s.terminated.Store(true) // before Gone is closed
+		s.drop()
+	}
+	return s, ok
+}
+
+// Terminated reports whether the session was dropped by Terminate: the
+// client ends its telemetry stream itself, and a server that ended it
+// first would make some clients open a new one while shutting down.
+func (s *Session) Terminated() bool { return s.terminated.Load() }
 
 // Expire drops the sessions that made no request and sent no telemetry
 // message since before, as Remove does, and returns them.
