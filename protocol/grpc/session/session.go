@@ -240,26 +240,19 @@ func (t *Table) Lookup(id string) (*Session, bool) {
 
 // Remove forgets client id, closes its telemetry stream and its Gone
 // channel, and returns the session it dropped.
-func (t *Table) Remove(id string) (*Session, bool) {
-	t.mu.Lock()
-	s, ok := t.m[id]
-	delete(t.m, id)
-	t.mu.Unlock()
-	if ok {
-		s.drop()
-	}
-	return s, ok
-}
+func (t *Table) Remove(id string) (*Session, bool) { return t.remove(id, false) }
 
 // Terminate drops client id as Remove does, for a client that said it
 // terminates (NotifyClientTermination): see Terminated.
-func (t *Table) Terminate(id string) (*Session, bool) {
+func (t *Table) Terminate(id string) (*Session, bool) { return t.remove(id, true) }
+
+func (t *Table) remove(id string, terminated bool) (*Session, bool) {
 	t.mu.Lock()
 	s, ok := t.m[id]
 	delete(t.m, id)
 	t.mu.Unlock()
 	if ok {
-		s.terminated.Store(true) // before Gone is closed
+		s.terminated.Store(terminated) // before Gone is closed
 		s.drop()
 	}
 	return s, ok

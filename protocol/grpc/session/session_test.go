@@ -27,8 +27,8 @@ func TestTableTouchRemove(t *testing.T) {
 	}
 	st := s.Attach()
 	removed, ok := tab.Remove("c1")
-	if !ok || removed != s || !gone(s) || s.HasStream() {
-		t.Fatalf("remove: %v %v, gone %v, stream %v", removed, ok, gone(s), s.HasStream())
+	if !ok || removed != s || !gone(s) || s.HasStream() || s.Terminated() {
+		t.Fatalf("remove: %v %v, gone %v, stream %v, terminated %v", removed, ok, gone(s), s.HasStream(), s.Terminated())
 	}
 	select {
 	case <-st.Done():
@@ -40,6 +40,27 @@ func TestTableTouchRemove(t *testing.T) {
 	}
 	if fresh := tab.Touch("c1", ""); fresh == s || gone(fresh) {
 		t.Fatal("a request after removal reuses the dropped session")
+	}
+}
+
+func TestTableTerminate(t *testing.T) {
+	tab := NewTable()
+	s := tab.Touch("c1", "")
+	st := s.Attach()
+	dropped, ok := tab.Terminate("c1")
+	if !ok || dropped != s || !gone(s) || !s.Terminated() || s.HasStream() {
+		t.Fatalf("terminate: %v %v, gone %v, terminated %v, stream %v", dropped, ok, gone(s), s.Terminated(), s.HasStream())
+	}
+	select {
+	case <-st.Done():
+	default:
+		t.Fatal("stream not closed")
+	}
+	if _, ok := tab.Terminate("c1"); ok {
+		t.Fatal("terminated twice")
+	}
+	if fresh := tab.Touch("c1", ""); fresh == s || fresh.Terminated() {
+		t.Fatal("a request after termination reuses the dropped session")
 	}
 }
 
