@@ -35,9 +35,9 @@ func (s *Server) Heartbeat(ctx context.Context, req *rmqpb.HeartbeatRequest) (*r
 }
 
 // NotifyClientTermination forgets the calling client: its registration,
-// its session and telemetry stream, and with them the receipts renewed on
-// its behalf (their messages become visible when their current
-// invisibility ends).
+// its session, and with them the receipts renewed on its behalf (their
+// messages become visible when their current invisibility ends). Its
+// telemetry stream is left for the client to end (see Telemetry).
 func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyClientTerminationRequest) (*rmqpb.NotifyClientTerminationResponse, error) {
 	sess := sessionOf(ctx)
 	if sess == nil {

@@ -503,7 +503,7 @@ func TestAutoRenewEnds(t *testing.T) {
 			h.mustReceive(clientCtx("push"), req, rmqpb.Code_OK)
 			if tc == "session dropped" {
 				time.Sleep(300 * time.Millisecond)
-				h.srv.sessions.Remove("push")
+				h.srv.sessions.Terminate("push")
 			}
 			wait := receiveReq("G", "T", 1, time.Minute)
 			wait.LongPollingTimeout = durationpb.New(5 * time.Second)

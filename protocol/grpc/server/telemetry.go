@@ -51,11 +51,11 @@ const DefaultTerminationGrace = 30 * time.Second
 // transaction checks (transaction_check.go), queued on the client's
 // session. The stream ends when the client ends it, when the client
 // expires, or when the server closes. A client that said it terminates
-// (NotifyClientTermination) gets nothing more on it, and what it sends is
-// ignored, but the stream stays open for the client to end, for up to
-// Options.TerminationGrace: a client whose stream the server ends opens a new one
-// (the Node.js client a second later, even while it shuts down), which
-// would register it again.
+// (NotifyClientTermination) gets nothing more on it, and what it sends
+// is ignored, but the stream stays open for the client to end, for up
+// to Options.TerminationGrace: a client whose stream the server ends
+// opens a new one (the Node.js client a second later, even while it
+// shuts down), which would register it again.
 //
 // A client normally keeps one stream per server; when it opens another,
 // commands go to the newest.

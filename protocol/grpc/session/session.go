@@ -238,21 +238,16 @@ func (t *Table) Lookup(id string) (*Session, bool) {
 	return s, ok
 }
 
-// Remove forgets client id, closes its telemetry stream and its Gone
-// channel, and returns the session it dropped.
-func (t *Table) Remove(id string) (*Session, bool) { return t.remove(id, false) }
-
-// Terminate drops client id as Remove does, for a client that said it
-// terminates (NotifyClientTermination): see Terminated.
-func (t *Table) Terminate(id string) (*Session, bool) { return t.remove(id, true) }
-
-func (t *Table) remove(id string, terminated bool) (*Session, bool) {
+// Terminate forgets client id, a client that said it terminates
+// (NotifyClientTermination): it closes the session's telemetry stream and
+// its Gone channel, and returns the session it dropped. See Terminated.
+func (t *Table) Terminate(id string) (*Session, bool) {
 	t.mu.Lock()
 	s, ok := t.m[id]
 	delete(t.m, id)
 	t.mu.Unlock()
 	if ok {
-		s.terminated.Store(terminated) // before Gone is closed
+		s.terminated.Store(true) // before Gone is closed
 		s.drop()
 	}
 	return s, ok
@@ -264,7 +259,8 @@ func (t *Table) remove(id string, terminated bool) (*Session, bool) {
 func (s *Session) Terminated() bool { return s.terminated.Load() }
 
 // Expire drops the sessions that made no request and sent no telemetry
-// message since before, as Remove does, and returns them.
+// message since before, as Terminate does (but not as terminated), and
+// returns them.
 func (t *Table) Expire(before time.Time) []*Session {
 	var out []*Session
 	t.mu.Lock()

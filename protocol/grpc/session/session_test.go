@@ -19,37 +19,16 @@ func gone(s *Session) bool {
 	}
 }
 
-func TestTableTouchRemove(t *testing.T) {
+func TestTableTouchTerminate(t *testing.T) {
 	tab := NewTable()
 	s := tab.Touch("c1", "10.0.0.1:5000")
 	if again := tab.Touch("c1", ""); again != s || s.RemoteAddr() != "10.0.0.1:5000" {
 		t.Fatalf("second touch: %p %q", again, s.RemoteAddr())
 	}
 	st := s.Attach()
-	removed, ok := tab.Remove("c1")
-	if !ok || removed != s || !gone(s) || s.HasStream() || s.Terminated() {
-		t.Fatalf("remove: %v %v, gone %v, stream %v, terminated %v", removed, ok, gone(s), s.HasStream(), s.Terminated())
-	}
-	select {
-	case <-st.Done():
-	default:
-		t.Fatal("stream not closed")
-	}
-	if _, ok := tab.Remove("c1"); ok {
-		t.Fatal("removed twice")
-	}
-	if fresh := tab.Touch("c1", ""); fresh == s || gone(fresh) {
-		t.Fatal("a request after removal reuses the dropped session")
-	}
-}
-
-func TestTableTerminate(t *testing.T) {
-	tab := NewTable()
-	s := tab.Touch("c1", "")
-	st := s.Attach()
 	dropped, ok := tab.Terminate("c1")
-	if !ok || dropped != s || !gone(s) || !s.Terminated() || s.HasStream() {
-		t.Fatalf("terminate: %v %v, gone %v, terminated %v, stream %v", dropped, ok, gone(s), s.Terminated(), s.HasStream())
+	if !ok || dropped != s || !gone(s) || s.HasStream() || !s.Terminated() {
+		t.Fatalf("terminate: %v %v, gone %v, stream %v, terminated %v", dropped, ok, gone(s), s.HasStream(), s.Terminated())
 	}
 	select {
 	case <-st.Done():
@@ -59,7 +38,7 @@ func TestTableTerminate(t *testing.T) {
 	if _, ok := tab.Terminate("c1"); ok {
 		t.Fatal("terminated twice")
 	}
-	if fresh := tab.Touch("c1", ""); fresh == s || fresh.Terminated() {
+	if fresh := tab.Touch("c1", ""); fresh == s || gone(fresh) || fresh.Terminated() {
 		t.Fatal("a request after termination reuses the dropped session")
 	}
 }
@@ -78,7 +57,7 @@ func TestTableExpire(t *testing.T) {
 	seen.Seen()
 
 	got := tab.Expire(cut)
-	if len(got) != 1 || got[0] != old || !gone(old) || old.HasStream() {
+	if len(got) != 1 || got[0] != old || !gone(old) || old.HasStream() || old.Terminated() {
 		t.Fatalf("expired %v", got)
 	}
 	if gone(fresh) || gone(seen) {
