@@ -186,6 +186,19 @@ func TestServePortTaken(t *testing.T) {
 	}
 }
 
+// A listener that cannot be bound fails the start, naming the listener,
+// before any listener is announced.
+func TestServeBadAddress(t *testing.T) {
+	args := append([]string{"serve", "--data", t.TempDir()}, loopbackAddrs...)
+	stdout, stderr, code := run(t, nil, append(args, "--broker-addr", "127.0.0.1:no-such-port")...)
+	if code != 1 || !strings.Contains(stderr, "broker listener") {
+		t.Errorf("serve with a bad broker address: exit %d, stderr %q", code, stderr)
+	}
+	if strings.Contains(stdout, "listening") {
+		t.Errorf("listeners announced before the start failed:\n%s", stdout)
+	}
+}
+
 func TestBenchEngine(t *testing.T) {
 	stdout, stderr, code := run(t, nil, "bench", "engine", "--count", "20000", "--size", "256", "--segment-size", "64MiB")
 	if code != 0 {

@@ -173,13 +173,16 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 }
 
-// listen binds every enabled listener, HTTP first, and announces each.
+// listen binds every enabled listener, HTTP first, and once all are
+// bound announces each: an address that cannot be bound fails the start
+// before anything is announced.
 func (s *server) listen() (map[string]net.Listener, error) {
 	lns := map[string]net.Listener{}
 	names := []string{config.HTTP}
 	for _, f := range s.o.Frontends {
 		names = append(names, f.Name)
 	}
+	var bound []string
 	for _, name := range names {
 		addr, on := s.o.Config.Addr(name)
 		if !on {
@@ -194,8 +197,12 @@ func (s *server) listen() (map[string]net.Listener, error) {
 			return nil, fmt.Errorf("serve: %s listener: %w", name, err)
 		}
 		lns[name] = ln
-		s.log.Info("listening", "listener", name, "addr", ln.Addr().String())
-		fmt.Fprintf(s.o.Announce, "karman: %s listening on %s\n", name, ln.Addr())
+		bound = append(bound, name)
+	}
+	for _, name := range bound {
+		addr := lns[name].Addr()
+		s.log.Info("listening", "listener", name, "addr", addr.String())
+		fmt.Fprintf(s.o.Announce, "karman: %s listening on %s\n", name, addr)
 	}
 	return lns, nil
 }
