@@ -112,13 +112,18 @@ func BenchmarkPull32(b *testing.B) {
 // popBenchEngine opens an engine holding enough 1 KiB messages on topic
 // "B", indexed, for b.N pops by 4 consumers of 32 at a time.
 func popBenchEngine(b *testing.B) (*Engine, context.Context) {
+	return popBenchEngineWith(b, 0)
+}
+
+// popBenchEngineWith is popBenchEngine with extra messages beyond those.
+func popBenchEngineWith(b *testing.B, extra int) (*Engine, context.Context) {
 	e := benchEngine(b, &Options{AutoCreateGroups: true})
 	ctx := context.Background()
 	batch := make([]*message.Message, 32)
 	for i := range batch {
 		batch[i] = &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
 	}
-	total := b.N + 4*32*8
+	total := b.N + 4*32*8 + extra
 	for sent := 0; sent < total; sent += 32 {
 		if _, err := e.SendBatch(ctx, batch, AnyQueue); err != nil {
 			b.Fatal(err)

@@ -345,7 +345,7 @@ func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, 
 			out = e.deliver(q, pq, en.Offset, f, rec, now, o, out)
 		}
 	}
-	return out, st.NextDeadline(), nil
+	return out, st.NextDeadline(now), nil
 }
 
 // entriesAhead returns up to want consume-queue entries of q from
@@ -422,7 +422,7 @@ func (e *Engine) deliver(q *queueState, pq *popQueue, off int64, f *pop.Inflight
 	f.Deadline = now + o.Invisible.Milliseconds()
 	f.Nonce = rand.Uint32()
 	f.AttemptID = o.AttemptID
-	pq.st.Inflight[off] = f
+	pq.st.Lease(off, f)
 	pq.dirty = true
 	message.SetReconsumeTimes(rec, f.Attempt-1)
 	h := pop.Handle{Topic: q.topic, Queue: q.id, Offset: off, Nonce: f.Nonce, Deadline: f.Deadline}
@@ -584,6 +584,7 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 	earlier := deadline < f.Deadline
 	f.Deadline = deadline
 	f.Nonce = rand.Uint32()
+	pq.st.Lease(h.Offset, f)
 	pq.dirty = true
 	h.Nonce, h.Deadline = f.Nonce, f.Deadline
 	if earlier {
@@ -660,7 +661,7 @@ func checkInflight(pq *popQueue, h pop.Handle) (*pop.Inflight, error) {
 	if ok && f.Nonce == h.Nonce {
 		return f, nil
 	}
-	if !ok && (h.Offset < pq.st.AckedBelow || pq.st.Done[h.Offset]) {
+	if !ok && (h.Offset < pq.st.AckedBelow || pq.st.Done.Has(h.Offset)) {
 		return nil, fmt.Errorf("%w: %w: message %s/%d@%d", ErrHandleExpired, ErrAlreadyDone, h.Topic, h.Queue, h.Offset)
 	}
 	return nil, fmt.Errorf("%w: message %s/%d@%d was redelivered or its lease changed", ErrHandleExpired, h.Topic, h.Queue, h.Offset)
@@ -769,7 +770,7 @@ func (e *Engine) popFIFO(ctx context.Context, q *queueState, pq *popQueue, o *Po
 			break
 		}
 		off := en.Offset
-		if st.Done[off] {
+		if st.Done.Has(off) {
 			continue
 		}
 		if f, ok := st.Inflight[off]; ok {
@@ -798,7 +799,7 @@ func (e *Engine) popFIFO(ctx context.Context, q *queueState, pq *popQueue, o *Po
 	if err := ctx.Err(); err != nil {
 		return out, 0, err
 	}
-	return out, st.NextDeadline(), nil
+	return out, st.NextDeadline(now), nil
 }
 
 // fifoInflight handles an in-flight message met by a FIFO pop: it blocks

@@ -271,3 +271,40 @@ func BenchmarkPopAckBatch(b *testing.B) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkPopAckBatchManyInflight is BenchmarkPopAckBatch with 1,024
+// messages of every queue left in flight (a consumer that holds many
+// messages, or one that lost them), which every pop of those queues
+// meets.
+func BenchmarkPopAckBatchManyInflight(b *testing.B) {
+	const held = 1024
+	e, ctx := popBenchEngineWith(b, 8*held)
+	for held := 8 * held; held > 0; {
+		got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "B", Max: 32, Invisible: time.Hour})
+		if err != nil || len(got) == 0 {
+			b.Fatalf("holding messages: %d popped, %v", len(got), err)
+		}
+		held -= len(got)
+	}
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var buf []byte
+	handles := make([]string, 0, 32)
+	for n := 0; n < b.N; {
+		got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "B", Max: 32, Invisible: time.Minute, Buffer: &buf})
+		if err != nil {
+			b.Fatal(err)
+		}
+		handles = handles[:0]
+		for _, p := range got {
+			handles = append(handles, p.Handle)
+		}
+		for _, err := range e.AckBatch(ctx, "G", handles) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		n += len(got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -20,16 +21,35 @@ type Inflight struct {
 }
 
 // Queue is the pop state of one (consumer group, topic, queue).
+//
+// In-flight entries are put and re-leased with Lease, which keeps a lower
+// bound of their deadlines: Expired and NextDeadline then cost nothing
+// while no deadline can have passed, however many messages are in flight.
 type Queue struct {
 	AckedBelow int64
 	Cursor     int64
 	Inflight   map[int64]*Inflight
-	Done       map[int64]bool // acked offsets in [AckedBelow, Cursor)
+	Done       Offsets // finished offsets above AckedBelow
+
+	// floor is at most every in-flight deadline (0: unknown). Finishing
+	// an entry or moving its deadline later leaves it low, which only
+	// makes the next Expired scan.
+	floor int64
 }
 
 // NewQueue returns the state of a queue first consumed from offset.
 func NewQueue(offset int64) *Queue {
-	return &Queue{AckedBelow: offset, Cursor: offset, Inflight: map[int64]*Inflight{}, Done: map[int64]bool{}}
+	return &Queue{AckedBelow: offset, Cursor: offset, Inflight: map[int64]*Inflight{}}
+}
+
+// Lease records that the message at offset is in flight as f, or that
+// f's deadline moved: every change of an in-flight deadline goes through
+// it.
+func (q *Queue) Lease(offset int64, f *Inflight) {
+	q.Inflight[offset] = f
+	if q.floor != 0 && f.Deadline < q.floor {
+		q.floor = f.Deadline
+	}
 }
 
 // Finish marks offset done (acknowledged or dead-lettered) and advances
@@ -40,33 +60,39 @@ func (q *Queue) Finish(offset int64) bool {
 	if offset < q.AckedBelow {
 		return false
 	}
-	q.Done[offset] = true
-	moved := false
-	for q.Done[q.AckedBelow] {
-		delete(q.Done, q.AckedBelow)
-		q.AckedBelow++
-		moved = true
+	if offset != q.AckedBelow {
+		q.Done.Add(offset)
+		return false
 	}
+	q.AckedBelow = q.Done.TakeRunAt(offset + 1)
 	if q.Cursor < q.AckedBelow {
 		q.Cursor = q.AckedBelow
 	}
-	return moved
+	return true
 }
 
 // Reset moves the queue to offset, forgetting every delivery.
 func (q *Queue) Reset(offset int64) {
 	q.AckedBelow, q.Cursor = offset, offset
 	clear(q.Inflight)
-	clear(q.Done)
+	q.Done.Clear()
+	q.floor = 0
 }
 
 // Expired returns the in-flight offsets whose deadline is at or before
 // now, in offset order.
 func (q *Queue) Expired(now int64) []int64 {
+	if len(q.Inflight) == 0 || (q.floor != 0 && now < q.floor) {
+		return nil
+	}
 	var out []int64
+	q.floor = 0
 	for off, f := range q.Inflight {
 		if f.Deadline <= now {
 			out = append(out, off)
+		}
+		if q.floor == 0 || f.Deadline < q.floor {
+			q.floor = f.Deadline
 		}
 	}
 	slices.Sort(out)
@@ -74,20 +100,26 @@ func (q *Queue) Expired(now int64) []int64 {
 }
 
 // NextDeadline returns the earliest in-flight deadline, or 0 when nothing
-// is in flight.
-func (q *Queue) NextDeadline() int64 {
-	var next int64
-	for _, f := range q.Inflight {
-		if next == 0 || f.Deadline < next {
-			next = f.Deadline
+// is in flight. A deadline after now may be returned early (a time at or
+// before the earliest), which costs a waiting pop one early look.
+func (q *Queue) NextDeadline(now int64) int64 {
+	if len(q.Inflight) == 0 {
+		return 0
+	}
+	if q.floor == 0 || q.floor <= now {
+		q.floor = 0
+		for _, f := range q.Inflight {
+			if q.floor == 0 || f.Deadline < q.floor {
+				q.floor = f.Deadline
+			}
 		}
 	}
-	return next
+	return q.floor
 }
 
 // MarshalBinary encodes the state.
 func (q *Queue) MarshalBinary() ([]byte, error) {
-	b := make([]byte, 0, 32+len(q.Inflight)*40+len(q.Done)*8)
+	b := make([]byte, 0, 32+len(q.Inflight)*40+len(q.Done.runs)*8)
 	b = binary.AppendVarint(b, q.AckedBelow)
 	b = binary.AppendVarint(b, q.Cursor)
 	b = binary.AppendUvarint(b, uint64(len(q.Inflight)))
@@ -100,9 +132,17 @@ func (q *Queue) MarshalBinary() ([]byte, error) {
 		b = appendString(b, f.Group)
 		b = appendString(b, f.AttemptID)
 	}
-	b = binary.AppendUvarint(b, uint64(len(q.Done)))
-	for _, off := range sortedKeys(q.Done) {
-		b = binary.AppendVarint(b, off)
+	// Finished offsets: first a list of single offsets, which earlier
+	// versions wrote and this one leaves empty, then runs, each as its
+	// distance from the end of the one before (from AckedBelow for the
+	// first) and its length less one.
+	b = binary.AppendUvarint(b, 0)
+	b = binary.AppendUvarint(b, uint64(len(q.Done.runs)))
+	prev := q.AckedBelow
+	for _, r := range q.Done.runs {
+		b = binary.AppendUvarint(b, uint64(r.lo-prev))
+		b = binary.AppendUvarint(b, uint64(r.hi-r.lo-1))
+		prev = r.hi
 	}
 	return b, nil
 }
@@ -132,15 +172,23 @@ func (q *Queue) UnmarshalBinary(data []byte) error {
 		f := &Inflight{Deadline: d.varint(), Attempt: int32(d.varint()), Nonce: uint32(d.uvarint())}
 		f.Group = d.string()
 		f.AttemptID = d.string()
-		q.Inflight[off] = f
+		q.Lease(off, f)
 	}
 	n = d.count()
 	for range n {
-		q.Done[d.varint()] = true
+		q.Done.Add(d.varint())
+	}
+	if len(d.b) > 0 { // the runs, absent from earlier versions' state
+		d.runs(&q.Done, q.AckedBelow)
 	}
 	if d.err != nil || len(d.b) != 0 || q.Cursor < q.AckedBelow {
+		*q = *NewQueue(0)
 		return fmt.Errorf("%w (%d bytes)", ErrCorruptState, len(data))
 	}
+	// Offsets finished at or below AckedBelow say nothing more.
+	q.Done.DropBelow(q.AckedBelow)
+	q.AckedBelow = q.Done.TakeRunAt(q.AckedBelow)
+	q.Cursor = max(q.Cursor, q.AckedBelow)
 	return nil
 }
 
@@ -157,6 +205,25 @@ func (d *decoder) varint() int64 {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// runs reads runs of finished offsets as MarshalBinary writes them,
+// the first measured from base.
+func (d *decoder) runs(done *Offsets, base int64) {
+	const maxStep = 1 << 60 // keeps the sums below from overflowing
+	n := d.count()
+	prev := base
+	for range n {
+		gap, length := d.uvarint(), d.uvarint()
+		if d.err != nil || gap == 0 || gap > maxStep || length >= maxStep || prev > math.MaxInt64-2*maxStep {
+			d.fail()
+			return
+		}
+		lo := prev + int64(gap)
+		hi := lo + int64(length) + 1
+		done.AddSpan(lo, hi)
+		prev = hi
+	}
 }
 
 func (d *decoder) uvarint() uint64 {

@@ -14,7 +14,7 @@ func queueOf(acked, cursor int64, inflight map[int64]*Inflight, done ...int64) *
 	q.Cursor = cursor
 	maps.Copy(q.Inflight, inflight)
 	for _, d := range done {
-		q.Done[d] = true
+		q.Done.Add(d)
 	}
 	return q
 }
@@ -29,7 +29,7 @@ func deliver(q *Queue, n int, deadline int64) {
 
 func TestNewQueue(t *testing.T) {
 	q := NewQueue(42)
-	if q.AckedBelow != 42 || q.Cursor != 42 || q.Inflight == nil || q.Done == nil || len(q.Inflight)+len(q.Done) != 0 {
+	if q.AckedBelow != 42 || q.Cursor != 42 || q.Inflight == nil || len(q.Inflight) != 0 || !q.Done.Empty() {
 		t.Fatalf("NewQueue(42) = %+v", q)
 	}
 }
@@ -99,10 +99,10 @@ func TestFinish(t *testing.T) {
 			if got := slices.Sorted(maps.Keys(q.Inflight)); !slices.Equal(got, tt.inflight) {
 				t.Fatalf("in flight = %v, want %v", got, tt.inflight)
 			}
-			if got := slices.Sorted(maps.Keys(q.Done)); !slices.Equal(got, tt.done) {
+			if got := q.Done.All(); !slices.Equal(got, tt.done) {
 				t.Fatalf("done = %v, want %v", got, tt.done)
 			}
-			for off := range q.Done {
+			for _, off := range q.Done.All() {
 				if off < q.AckedBelow {
 					t.Fatalf("done offset %d below AckedBelow %d", off, q.AckedBelow)
 				}
@@ -117,7 +117,7 @@ func TestReset(t *testing.T) {
 		deliver(q, 5, 1000)
 		q.Finish(7)
 		q.Reset(to)
-		if q.AckedBelow != to || q.Cursor != to || len(q.Inflight) != 0 || len(q.Done) != 0 {
+		if q.AckedBelow != to || q.Cursor != to || len(q.Inflight) != 0 || !q.Done.Empty() {
 			t.Fatalf("after Reset(%d): %+v", to, q)
 		}
 		// The maps are still usable.
@@ -133,7 +133,7 @@ func TestExpiredAndNextDeadline(t *testing.T) {
 	if got := q.Expired(1 << 62); len(got) != 0 {
 		t.Fatalf("Expired on an empty queue = %v", got)
 	}
-	if got := q.NextDeadline(); got != 0 {
+	if got := q.NextDeadline(0); got != 0 {
 		t.Fatalf("NextDeadline on an empty queue = %d, want 0", got)
 	}
 	deadlines := map[int64]int64{9: 300, 2: 100, 5: 200, 1: 300, 7: 100, 3: 400, 20: 150}
@@ -158,13 +158,76 @@ func TestExpiredAndNextDeadline(t *testing.T) {
 			t.Errorf("Expired(%d) = %v, want %v", tt.now, got, tt.want)
 		}
 	}
-	if got := q.NextDeadline(); got != 100 {
+	if got := q.NextDeadline(0); got != 100 {
 		t.Fatalf("NextDeadline = %d, want 100", got)
 	}
 	q.Finish(2)
 	q.Finish(7)
-	if got := q.NextDeadline(); got != 150 {
-		t.Fatalf("NextDeadline after finishing = %d, want 150", got)
+	// Before 100 the bound of 100 may stand; from 100 on it is exact.
+	if got := q.NextDeadline(99); got != 100 && got != 150 {
+		t.Fatalf("NextDeadline(99) after finishing = %d, want 100 or 150", got)
+	}
+	if got := q.NextDeadline(100); got != 150 {
+		t.Fatalf("NextDeadline(100) after finishing = %d, want 150", got)
+	}
+}
+
+// TestLeaseLowersTheBound checks that a deadline moved earlier through
+// Lease is seen at once, although Expired skips its scan while no known
+// deadline has passed.
+func TestLeaseLowersTheBound(t *testing.T) {
+	q := NewQueue(0)
+	for off := range int64(100) {
+		q.Lease(off, &Inflight{Deadline: 1000 + off})
+	}
+	q.Cursor = 100
+	if got := q.Expired(500); len(got) != 0 {
+		t.Fatalf("Expired(500) = %v, want none", got)
+	}
+	if got := q.NextDeadline(500); got != 1000 {
+		t.Fatalf("NextDeadline(500) = %d, want 1000", got)
+	}
+	f := q.Inflight[42]
+	f.Deadline = 400 // a negative acknowledgement
+	q.Lease(42, f)
+	if got := q.NextDeadline(300); got != 400 {
+		t.Fatalf("NextDeadline(300) after the lease = %d, want 400", got)
+	}
+	if got := q.Expired(450); !slices.Equal(got, []int64{42}) {
+		t.Fatalf("Expired(450) = %v, want [42]", got)
+	}
+	q.Lease(100, &Inflight{Deadline: 200}) // a new delivery, earlier than all
+	q.Cursor = 101
+	if got := q.Expired(450); !slices.Equal(got, []int64{42, 100}) {
+		t.Fatalf("Expired(450) = %v, want [42 100]", got)
+	}
+	// Entries put in the map directly are found by a scan.
+	q.Inflight[101] = &Inflight{Deadline: 100}
+	q.Reset(0)
+	q.Inflight[7] = &Inflight{Deadline: 100}
+	if got := q.Expired(100); !slices.Equal(got, []int64{7}) {
+		t.Fatalf("Expired(100) after Reset = %v, want [7]", got)
+	}
+}
+
+// TestFinishOutOfOrder checks that offsets finished out of order are
+// kept until the ones below them are finished.
+func TestFinishOutOfOrder(t *testing.T) {
+	q := NewQueue(10)
+	q.Cursor = 15
+	for _, off := range []int64{12, 14, 11} {
+		if q.Finish(off) {
+			t.Fatalf("Finish(%d) moved AckedBelow to %d", off, q.AckedBelow)
+		}
+	}
+	if !q.Finish(10) || q.AckedBelow != 13 || !slices.Equal(q.Done.All(), []int64{14}) {
+		t.Fatalf("after Finish(10): AckedBelow %d, Done %v; want 13, [14]", q.AckedBelow, q.Done.All())
+	}
+	if !q.Finish(13) || q.AckedBelow != 15 || !q.Done.Empty() {
+		t.Fatalf("after Finish(13): AckedBelow %d, Done %v; want 15, []", q.AckedBelow, q.Done.All())
+	}
+	if q.Finish(3) || q.AckedBelow != 15 {
+		t.Fatalf("Finish below AckedBelow moved it to %d", q.AckedBelow)
 	}
 }
 
