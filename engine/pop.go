@@ -52,6 +52,7 @@ const (
 	popFlushInterval  = 20 * time.Millisecond
 	maxInflight       = 4096 // per (group, topic, queue)
 	fifoScanWindow    = 1024 // entries a FIFO pop examines per queue
+	fifoFirstRun      = 64   // of them read at first
 	minInvisible      = 10 * time.Millisecond
 	maxInvisible      = 12 * time.Hour
 	defaultInvisible  = 30 * time.Second
@@ -759,31 +760,56 @@ func (e *Engine) loadHandleKey() error {
 func (e *Engine) popFIFO(ctx context.Context, q *queueState, pq *popQueue, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, int64, error) {
 	st := pq.st
 	now := time.Now().UnixMilli()
-	end := q.end.Load()
-	entries, err := e.queues.Entries(q.topic, q.id, st.AckedBelow, fifoScanWindow, nil)
-	if err != nil {
+	stop := min(q.end.Load(), st.AckedBelow+fifoScanWindow)
+	blocked := map[string]bool{}
+	// The window is read a run at a time, each twice the one before, so
+	// that a pop that fills up early reads little of it.
+	var entries []queue.Entry
+	for from, run := st.AckedBelow, int64(fifoFirstRun); from < stop && len(out) < o.Max && len(st.Inflight) < maxInflight; run *= 2 {
+		var err error
+		entries, err = e.queues.Entries(q.topic, q.id, from, int(min(stop-from, run)), entries[:0])
+		if err != nil {
+			return out, 0, err
+		}
+		if len(entries) == 0 {
+			break
+		}
+		from = entries[len(entries)-1].Offset + 1
+		if out, err = e.popFIFOEntries(q, pq, entries, stop, blocked, now, o, out); err != nil {
+			return out, 0, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
 		return out, 0, err
 	}
-	blocked := map[string]bool{}
+	return out, st.NextDeadline(now), nil
+}
+
+// popFIFOEntries does popFIFO's work for a run of consume-queue
+// entries, which end before stop.
+func (e *Engine) popFIFOEntries(q *queueState, pq *popQueue, entries []queue.Entry, stop int64, blocked map[string]bool, now int64, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, error) {
+	st := pq.st
 	for _, en := range entries {
-		if len(out) == o.Max || en.Offset >= end || len(st.Inflight) >= maxInflight {
+		if len(out) == o.Max || en.Offset >= stop || len(st.Inflight) >= maxInflight {
 			break
 		}
 		off := en.Offset
 		if st.Done.Has(off) {
 			continue
 		}
+		var err error
 		if f, ok := st.Inflight[off]; ok {
 			if out, err = e.fifoInflight(q, pq, en.CommitLogOffset, en.TagHash, off, f, blocked, now, o, out); err != nil {
-				return out, 0, err
+				return out, err
 			}
 			continue
 		}
 		st.Cursor = max(st.Cursor, off+1)
 		pq.dirty = true
+		mark := len(*o.arena)
 		rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter, o.arena)
 		if err != nil {
-			return out, 0, err
+			return out, err
 		}
 		if !ok {
 			st.Finish(off)
@@ -791,15 +817,13 @@ func (e *Engine) popFIFO(ctx context.Context, q *queueState, pq *popQueue, o *Po
 		}
 		group := messageGroup(rec)
 		if blocked[group] {
+			*o.arena = (*o.arena)[:mark] // not delivered: its room is reused
 			continue
 		}
 		blocked[group] = true
 		out = e.deliver(q, pq, off, &pop.Inflight{Attempt: 1, Group: group}, rec, now, o, out)
 	}
-	if err := ctx.Err(); err != nil {
-		return out, 0, err
-	}
-	return out, st.NextDeadline(now), nil
+	return out, nil
 }
 
 // fifoInflight handles an in-flight message met by a FIFO pop: it blocks

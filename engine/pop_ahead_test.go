@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 )
 
@@ -301,6 +303,52 @@ func BenchmarkPopAckBatchManyInflight(b *testing.B) {
 			handles = append(handles, p.Handle)
 		}
 		for _, err := range e.AckBatch(ctx, "G", handles) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		n += len(got)
+	}
+}
+
+// BenchmarkPopAckBatchFIFO pops 1 KiB messages of 256 message groups for
+// a FIFO group, 32 at a time, and acknowledges each pop's with one
+// AckBatch.
+func BenchmarkPopAckBatchFIFO(b *testing.B) {
+	e := benchEngine(b, &Options{})
+	if err := e.CreateGroup(meta.Group{Name: "F", FIFO: true}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("x"), 1024)
+	batch := make([]*message.Message, 32)
+	for sent := 0; sent < b.N+8*32; sent += len(batch) {
+		for i := range batch {
+			batch[i] = &message.Message{Topic: "B", Body: body}
+			batch[i].SetProperty(message.PropertyShardingKey, "order-"+strconv.Itoa((sent+i)%256))
+		}
+		if _, err := e.SendBatch(ctx, batch, AnyQueue); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var buf []byte
+	handles := make([]string, 0, 32)
+	for n := 0; n < b.N; {
+		got, err := e.Pop(ctx, PopOptions{Group: "F", Topic: "B", Max: 32, Invisible: time.Minute, Buffer: &buf})
+		if err != nil {
+			b.Fatal(err)
+		}
+		handles = handles[:0]
+		for _, p := range got {
+			handles = append(handles, p.Handle)
+		}
+		for _, err := range e.AckBatch(ctx, "F", handles) {
 			if err != nil {
 				b.Fatal(err)
 			}

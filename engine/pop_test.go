@@ -310,6 +310,34 @@ func TestPopFIFO(t *testing.T) {
 	}
 }
 
+// TestPopFIFOReadsOn checks that a FIFO pop finds the head of a message
+// group far behind a blocked one, in later runs of its window, and none
+// beyond the window.
+func TestPopFIFOReadsOn(t *testing.T) {
+	e := popTestEngine(t, t.TempDir(), 1, meta.Group{Name: "F", FIFO: true})
+	defer e.Close()
+	ctx := context.Background()
+	sendN(t, e, 500, message.PropertyShardingKey, "a")
+	sendN(t, e, 1, message.PropertyShardingKey, "b")              // offset 500
+	sendN(t, e, fifoScanWindow, message.PropertyShardingKey, "a") // up to the window's end
+	sendN(t, e, 1, message.PropertyShardingKey, "c")              // beyond it
+	opts := PopOptions{Group: "F", Topic: "T", Max: 10, Invisible: time.Minute}
+	got, err := e.Pop(ctx, opts)
+	if err != nil || len(got) != 2 || got[0].Offset != 0 || got[1].Offset != 500 {
+		t.Fatalf("pop = %d messages %v, want offsets 0 and 500", len(got), err)
+	}
+	if more, _ := e.Pop(ctx, opts); len(more) != 0 {
+		t.Fatalf("pop while a and b are blocked got offset %d", more[0].Offset)
+	}
+	if errs := e.AckBatch(ctx, "F", []string{got[0].Handle, got[1].Handle}); errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	next, err := e.Pop(ctx, opts)
+	if err != nil || len(next) != 1 || next[0].Offset != 1 {
+		t.Fatalf("pop after acknowledging = %d messages %v, want offset 1", len(next), err)
+	}
+}
+
 func TestPopFIFOConcurrent(t *testing.T) {
 	e := popTestEngine(t, t.TempDir(), 2, meta.Group{Name: "F", FIFO: true})
 	defer e.Close()
