@@ -65,6 +65,10 @@ type Engine struct {
 	wg      sync.WaitGroup
 
 	corrupt atomic.Int64 // records skipped because they failed their checksum
+
+	// popWaiting, when set (by tests), is called each time a pop found
+	// nothing and starts to wait.
+	popWaiting func()
 }
 
 // Open opens the engine stored in dir, creating it if needed. It recovers

@@ -115,6 +115,16 @@ type popQueue struct {
 	// order, so that pops read the queue's index a run at a time. Entries
 	// never change once written; those below the cursor are skipped.
 	ahead []queue.Entry
+	// fifo says the last pop of the queue was a FIFO group's.
+	fifo bool
+}
+
+// ackWakes reports whether finishing a message of pq, whose lock the
+// caller holds, can let a waiting pop deliver something: the next
+// message of a FIFO message group, or any when the queue has as many
+// messages in flight as it may. Other acknowledgements wake no one.
+func (pq *popQueue) ackWakes() bool {
+	return pq.fifo || len(pq.st.Inflight) >= maxInflight
 }
 
 // popQueue returns the pop state of key, loading it on first use.
@@ -195,6 +205,9 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, err
 			tm := time.NewTimer(time.Until(time.UnixMilli(next)))
 			expiry = tm.C
 			defer tm.Stop()
+		}
+		if e.popWaiting != nil {
+			e.popWaiting()
 		}
 		select {
 		case <-arrived:
@@ -289,6 +302,7 @@ func (e *Engine) popOnce(ctx context.Context, t *topicState, g meta.Group, o *Po
 // lock, and folds the queue's next deadline into next.
 func (e *Engine) popLocked(ctx context.Context, q *queueState, pq *popQueue, g meta.Group, o *PopOptions, out []PoppedMessage, next int64) ([]PoppedMessage, int64, error) {
 	defer pq.mu.Unlock()
+	pq.fifo = g.FIFO
 	var d int64
 	var err error
 	if g.FIFO {
@@ -483,10 +497,13 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 	if err != nil {
 		return err
 	}
+	wake := pq.ackWakes()
 	pq.st.Finish(h.Offset)
 	pq.dirty = true
 	pq.mu.Unlock()
-	e.wakePops(h.Topic)
+	if wake {
+		e.wakePops(h.Topic)
+	}
 	return nil
 }
 
@@ -494,7 +511,8 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 // each, and returns what Ack would have for each: errs[i] is handles[i]'s
 // error, nil when it was acknowledged. Handles of one queue that follow
 // each other (those of one pop, mostly) are acknowledged under one lock,
-// and waiting pops are woken once per run of them.
+// and waiting pops are woken (when an acknowledgement can give them
+// something) once per run of them.
 func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (errs []error) {
 	errs = make([]error, len(handles))
 	if err := e.checkOpen(); err != nil {
@@ -531,6 +549,7 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 		}
 		acked := false
 		pq.mu.Lock()
+		wake := pq.ackWakes()
 		for _, d := range hs[:run] {
 			if _, err := checkInflight(pq, d.h); err != nil {
 				errs[d.i] = err
@@ -541,7 +560,7 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 			acked = true
 		}
 		pq.mu.Unlock()
-		if acked {
+		if acked && wake {
 			e.wakePops(hs[0].h.Topic)
 		}
 		hs = hs[run:]
