@@ -433,6 +433,43 @@ func TestPopStateSurvivesRestart(t *testing.T) {
 	}
 }
 
+// Messages acknowledged out of order stay done across a restart: their
+// handles answer as already acknowledged, and acknowledging the ones
+// below them moves the group's offset past them.
+func TestPopOutOfOrderAcksSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	e := popTestEngine(t, dir, 1, meta.Group{})
+	sendN(t, e, 5)
+	ctx := context.Background()
+	got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 5, Invisible: time.Minute})
+	if err != nil || len(got) != 5 {
+		t.Fatalf("pop %d, %v", len(got), err)
+	}
+	for _, i := range []int{1, 3} {
+		if err := e.Ack(ctx, "G", got[i].Handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Close()
+	e = popTestEngine(t, dir, 1, meta.Group{})
+	defer e.Close()
+	for _, i := range []int{1, 3} {
+		if err := e.Ack(ctx, "G", got[i].Handle); !errors.Is(err, ErrAlreadyDone) {
+			t.Fatalf("repeated ack of offset %d after restart: %v, want ErrAlreadyDone", i, err)
+		}
+	}
+	for _, i := range []int{0, 2, 4} {
+		if err := e.Ack(ctx, "G", got[i].Handle); err != nil {
+			t.Fatalf("ack of offset %d after restart: %v", i, err)
+		}
+	}
+	sendN(t, e, 1)
+	next, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 5, Invisible: time.Minute})
+	if err != nil || len(next) != 1 || next[0].Offset != 5 {
+		t.Fatalf("pop after acknowledging all: %d messages, %v; want the one at offset 5", len(next), err)
+	}
+}
+
 func TestPopLongPollAndFilter(t *testing.T) {
 	e := popTestEngine(t, t.TempDir(), 2, meta.Group{})
 	defer e.Close()
