@@ -87,6 +87,42 @@ func (e *Engine) CommitOffset(group, topic string, queueID int32, offset int64) 
 	return e.meta.CommitOffset(group, topic, queueID, offset)
 }
 
+// SeekOffset commits offset as CommitOffset does and moves the group's
+// message-granularity consumption (Pop) of the queue there too,
+// forgetting its deliveries: a consumer that sets its offset explicitly
+// is next given messages from it, whichever way it consumes.
+func (e *Engine) SeekOffset(group, topic string, queueID int32, offset int64) error {
+	if err := e.CommitOffset(group, topic, queueID, offset); err != nil {
+		return err
+	}
+	key := popKey{group, topic, queueID}
+	if _, ok := e.pops.Load(key); !ok {
+		// Only a group that pops, or popped before a restart, has state
+		// to move; others need none made.
+		if _, ok, err := e.meta.PopState(group, topic, queueID); err != nil || !ok {
+			return err
+		}
+	}
+	q, err := e.readQueue(topic, queueID)
+	if err != nil {
+		return err
+	}
+	pq, err := e.popQueue(key, q)
+	if err != nil {
+		return err
+	}
+	pq.mu.Lock()
+	pq.st.Reset(offset)
+	pq.ahead = nil
+	pq.dirty = true
+	pq.mu.Unlock()
+	if err := e.flushPops(true); err != nil {
+		return err
+	}
+	e.wakePops(topic)
+	return nil
+}
+
 // ConsumerOffset returns group's committed offset in (topic, queueID), or
 // an error matching ErrNoOffset.
 func (e *Engine) ConsumerOffset(group, topic string, queueID int32) (int64, error) {

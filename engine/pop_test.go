@@ -470,6 +470,40 @@ func TestPopOutOfOrderAcksSurviveRestart(t *testing.T) {
 	}
 }
 
+// SeekOffset moves where pops continue, also for pop state that a
+// restart left on disk only, and makes none for groups that never popped.
+func TestSeekOffsetMovesPops(t *testing.T) {
+	dir := t.TempDir()
+	e := popTestEngine(t, dir, 1, meta.Group{})
+	sendN(t, e, 6)
+	ctx := context.Background()
+	if got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 2, Invisible: time.Minute}); err != nil || len(got) != 2 {
+		t.Fatalf("pop %d, %v", len(got), err)
+	}
+	e.Close()
+	e = popTestEngine(t, dir, 1, meta.Group{})
+	defer e.Close()
+	if err := e.SeekOffset("G", "T", 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 32, Invisible: time.Minute})
+	if err != nil || fmt.Sprint(bodies(t, got)) != "[4 5]" {
+		t.Fatalf("pop after seeking to 4: %v, %v", bodies(t, got), err)
+	}
+	if err := e.SeekOffset("P", "T", 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.pops.Load(popKey{"P", "T", 0}); ok {
+		t.Fatal("seeking made pop state for a group that never popped")
+	}
+	if off, err := e.ConsumerOffset("P", "T", 0); err != nil || off != 3 {
+		t.Fatalf("committed offset %d, %v; want 3", off, err)
+	}
+	if err := e.SeekOffset("G", "T", 0, 7); err == nil {
+		t.Fatal("seeking past the end of the queue succeeded")
+	}
+}
+
 func TestPopLongPollAndFilter(t *testing.T) {
 	e := popTestEngine(t, t.TempDir(), 2, meta.Group{})
 	defer e.Close()

@@ -154,7 +154,8 @@ func (s *Server) waitForArrival(ctx context.Context, deadline time.Time, topic s
 	return s.eng.WaitForArrival(wctx, topic, queue, offset) == nil
 }
 
-// UpdateOffset commits the group's consume offset of a queue.
+// UpdateOffset commits the group's consume offset of a queue; receives
+// (ReceiveMessage) of the group continue from it too.
 func (s *Server) UpdateOffset(ctx context.Context, req *rmqpb.UpdateOffsetRequest) (*rmqpb.UpdateOffsetResponse, error) {
 	err := func() error {
 		group, err := consumerGroup(req.GetGroup())
@@ -165,7 +166,7 @@ func (s *Server) UpdateOffset(ctx context.Context, req *rmqpb.UpdateOffsetReques
 		if err != nil {
 			return err
 		}
-		return s.eng.CommitOffset(group, topic, queue, req.GetOffset())
+		return s.eng.SeekOffset(group, topic, queue, req.GetOffset())
 	}()
 	return &rmqpb.UpdateOffsetResponse{Status: statusOf(err)}, nil
 }

@@ -165,3 +165,38 @@ func TestPullAndOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateOffsetMovesReceives checks that an offset set with
+// UpdateOffset is where the group's receives continue, forward or back
+// (past messages still in flight).
+func TestUpdateOffsetMovesReceives(t *testing.T) {
+	h := newConsumeHarness(t, Options{})
+	h.topic("T", 1)
+	for i := range 8 {
+		h.send("T", fmt.Sprint(i))
+	}
+	if err := h.eng.WaitDispatched(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := clientCtx("c1")
+	mq := &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "T"}, Id: 0}
+	g := &rmqpb.Resource{Name: "G"}
+	seek := func(off int64) {
+		t.Helper()
+		if resp, _ := h.client.UpdateOffset(ctx, &rmqpb.UpdateOffsetRequest{Group: g, MessageQueue: mq, Offset: off}); resp.GetStatus().GetCode() != rmqpb.Code_OK {
+			t.Fatalf("update offset to %d: %v", off, resp)
+		}
+	}
+	first := h.mustReceive(ctx, receiveReq("G", "T", 2, time.Minute), rmqpb.Code_OK)
+	if got := bodiesOf(first); !slices.Equal(got, []string{"0", "1"}) {
+		t.Fatalf("first receive %v", got)
+	}
+	seek(5)
+	if got := bodiesOf(h.mustReceive(ctx, receiveReq("G", "T", 32, time.Minute), rmqpb.Code_OK)); !slices.Equal(got, []string{"5", "6", "7"}) {
+		t.Fatalf("receive after moving the offset to 5: %v", got)
+	}
+	seek(2) // back, below messages in flight: they are delivered again
+	if got := bodiesOf(h.mustReceive(ctx, receiveReq("G", "T", 32, time.Minute), rmqpb.Code_OK)); !slices.Equal(got, []string{"2", "3", "4", "5", "6", "7"}) {
+		t.Fatalf("receive after moving the offset back to 2: %v", got)
+	}
+}
