@@ -114,9 +114,9 @@ func (e *Engine) SeekOffset(group, topic string, queueID int32, offset int64) er
 	pq.mu.Lock()
 	pq.st.Reset(offset)
 	pq.ahead = nil
-	pq.dirty = true
+	pq.markDirty()
 	pq.mu.Unlock()
-	if err := e.flushPops(true); err != nil {
+	if err := e.savePops([]*popQueue{pq}, true); err != nil {
 		return err
 	}
 	e.wakePops(topic)

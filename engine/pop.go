@@ -117,6 +117,41 @@ type popQueue struct {
 	ahead []queue.Entry
 	// fifo says the last pop of the queue was a FIFO group's.
 	fifo bool
+	// dropped says the state was forgotten (its group or topic deleted):
+	// it is not saved again.
+	dropped bool
+	dirties *dirtyQueues
+}
+
+// markDirty notes that the state changed since it was last saved; the
+// caller holds pq.mu.
+func (pq *popQueue) markDirty() {
+	if !pq.dirty {
+		pq.dirty = true
+		pq.dirties.add(pq)
+	}
+}
+
+// dirtyQueues lists the pop states changed since the last flush, so
+// that a flush costs what changed, not every state ever loaded.
+type dirtyQueues struct {
+	mu sync.Mutex
+	qs []*popQueue
+}
+
+func (d *dirtyQueues) add(pq *popQueue) {
+	d.mu.Lock()
+	d.qs = append(d.qs, pq)
+	d.mu.Unlock()
+}
+
+// take returns the listed states and empties the list.
+func (d *dirtyQueues) take() []*popQueue {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	qs := d.qs
+	d.qs = nil
+	return qs
 }
 
 // ackWakes reports whether finishing a message of pq, whose lock the
@@ -136,7 +171,7 @@ func (e *Engine) popQueue(key popKey, q *queueState) (*popQueue, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, _ := e.pops.LoadOrStore(key, &popQueue{key: key, st: st})
+	v, _ := e.pops.LoadOrStore(key, &popQueue{key: key, st: st, dirties: &e.popDirty})
 	return v.(*popQueue), nil
 }
 
@@ -194,6 +229,14 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, err
 		defer tm.Stop()
 		deadline = tm.C
 	}
+	// One timer for the earliest in-flight deadline, set again on every
+	// round: a long poll woken many times keeps no timer per wake-up.
+	var expiryTimer *time.Timer
+	defer func() {
+		if expiryTimer != nil {
+			expiryTimer.Stop()
+		}
+	}()
 	for {
 		arrived := t.arrivals.Wait()
 		out, next, err := e.popOnce(ctx, t, g, &opts)
@@ -202,9 +245,13 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, err
 		}
 		var expiry <-chan time.Time
 		if next > 0 {
-			tm := time.NewTimer(time.Until(time.UnixMilli(next)))
-			expiry = tm.C
-			defer tm.Stop()
+			d := time.Until(time.UnixMilli(next))
+			if expiryTimer == nil {
+				expiryTimer = time.NewTimer(d)
+			} else {
+				expiryTimer.Reset(d)
+			}
+			expiry = expiryTimer.C
 		}
 		if e.popWaiting != nil {
 			e.popWaiting()
@@ -341,13 +388,13 @@ func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, 
 		}
 		if len(entries) == 0 {
 			st.Cursor = end // entries below were deleted by retention
-			pq.dirty = true
+			pq.markDirty()
 			break
 		}
 		growArena(o.arena, entries)
 		for _, en := range entries {
 			st.Cursor = en.Offset + 1
-			pq.dirty = true
+			pq.markDirty()
 			rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter, o.arena)
 			if err != nil {
 				return out, 0, err
@@ -417,7 +464,7 @@ func (e *Engine) redeliver(q *queueState, pq *popQueue, off, now int64, o *PopOp
 	}
 	if !ok {
 		pq.st.Finish(off)
-		pq.dirty = true
+		pq.markDirty()
 		return out, nil
 	}
 	if f.Attempt >= o.MaxAttempts {
@@ -425,7 +472,7 @@ func (e *Engine) redeliver(q *queueState, pq *popQueue, off, now int64, o *PopOp
 			return out, err
 		}
 		pq.st.Finish(off)
-		pq.dirty = true
+		pq.markDirty()
 		return out, nil
 	}
 	f.Attempt++
@@ -438,7 +485,7 @@ func (e *Engine) deliver(q *queueState, pq *popQueue, off int64, f *pop.Inflight
 	f.Nonce = rand.Uint32()
 	f.AttemptID = o.AttemptID
 	pq.st.Lease(off, f)
-	pq.dirty = true
+	pq.markDirty()
 	message.SetReconsumeTimes(rec, f.Attempt-1)
 	h := pop.Handle{Topic: q.topic, Queue: q.id, Offset: off, Nonce: f.Nonce, Deadline: f.Deadline}
 	return append(out, PoppedMessage{
@@ -499,7 +546,7 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 	}
 	wake := pq.ackWakes()
 	pq.st.Finish(h.Offset)
-	pq.dirty = true
+	pq.markDirty()
 	pq.mu.Unlock()
 	if wake {
 		e.wakePops(h.Topic)
@@ -556,7 +603,7 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 				continue
 			}
 			pq.st.Finish(d.h.Offset)
-			pq.dirty = true
+			pq.markDirty()
 			acked = true
 		}
 		pq.mu.Unlock()
@@ -605,7 +652,7 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 	f.Deadline = deadline
 	f.Nonce = rand.Uint32()
 	pq.st.Lease(h.Offset, f)
-	pq.dirty = true
+	pq.markDirty()
 	h.Nonce, h.Deadline = f.Nonce, f.Deadline
 	if earlier {
 		// Pops waiting for messages sleep until the earliest deadline they
@@ -637,7 +684,7 @@ func (e *Engine) DeadLetter(ctx context.Context, group, handle string) error {
 		}
 	}
 	pq.st.Finish(h.Offset)
-	pq.dirty = true
+	pq.markDirty()
 	e.wakePops(h.Topic)
 	return nil
 }
@@ -718,18 +765,21 @@ func (e *Engine) deadLetter(group string, rec []byte, attempts int32) error {
 
 // flushPops persists every changed pop state.
 func (e *Engine) flushPops(sync bool) error {
+	return e.savePops(e.popDirty.take(), sync)
+}
+
+// savePops persists those of qs that changed since they were last saved.
+func (e *Engine) savePops(qs []*popQueue, sync bool) error {
 	var recs []meta.PopRecord
-	e.pops.Range(func(k, v any) bool {
-		pq := v.(*popQueue)
+	for _, pq := range qs {
 		pq.mu.Lock()
-		if pq.dirty {
+		if pq.dirty && !pq.dropped {
 			data, _ := pq.st.MarshalBinary()
 			recs = append(recs, meta.PopRecord{Group: pq.key.group, Topic: pq.key.topic, Queue: pq.key.queue, State: data, Offset: pq.st.AckedBelow})
-			pq.dirty = false
 		}
+		pq.dirty = false
 		pq.mu.Unlock()
-		return true
-	})
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -824,7 +874,7 @@ func (e *Engine) popFIFOEntries(q *queueState, pq *popQueue, entries []queue.Ent
 			continue
 		}
 		st.Cursor = max(st.Cursor, off+1)
-		pq.dirty = true
+		pq.markDirty()
 		mark := len(*o.arena)
 		rec, ok, err := e.popRecord(q, en.CommitLogOffset, en.TagHash, o.Filter, o.arena)
 		if err != nil {
@@ -865,7 +915,7 @@ func (e *Engine) fifoInflight(q *queueState, pq *popQueue, clOffset, tagHash, of
 	}
 	if !ok {
 		pq.st.Finish(off)
-		pq.dirty = true
+		pq.markDirty()
 		return out, nil
 	}
 	if expired {
@@ -874,7 +924,7 @@ func (e *Engine) fifoInflight(q *queueState, pq *popQueue, clOffset, tagHash, of
 				return out, err
 			}
 			pq.st.Finish(off)
-			pq.dirty = true
+			pq.markDirty()
 			return out, nil
 		}
 		f.Attempt++

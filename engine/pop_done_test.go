@@ -51,3 +51,46 @@ func TestPopHandleAlreadyDone(t *testing.T) {
 		t.Fatalf("ack after dead-lettering: %v", err)
 	}
 }
+
+// A flush saves the pop states changed since the last one, and never a
+// state whose group was deleted meanwhile.
+func TestFlushSavesChangedPopStates(t *testing.T) {
+	e := popTestEngine(t, t.TempDir(), 2, meta.Group{Name: "G"})
+	defer e.Close()
+	sendN(t, e, 4)
+	ctx := context.Background()
+	if got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: time.Minute}); err != nil || len(got) != 1 {
+		t.Fatalf("pop %d, %v", len(got), err)
+	}
+	if err := e.flushPops(true); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.popDirty.take()); n != 0 {
+		t.Fatalf("%d states listed as changed after a flush", n)
+	}
+	saved := 0
+	for q := range int32(2) {
+		if _, ok, err := e.meta.PopState("G", "T", q); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			saved++
+		}
+	}
+	if saved == 0 {
+		t.Fatal("the popped queue's state was not saved")
+	}
+	if got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: time.Minute}); err != nil || len(got) != 1 {
+		t.Fatalf("pop %d, %v", len(got), err)
+	}
+	if err := e.DeleteGroup("G"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.flushPops(true); err != nil {
+		t.Fatal(err)
+	}
+	for q := range int32(2) {
+		if _, ok, err := e.meta.PopState("G", "T", q); err != nil || ok {
+			t.Fatalf("pop state of queue %d of the deleted group saved again (%v)", q, err)
+		}
+	}
+}

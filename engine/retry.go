@@ -158,7 +158,7 @@ func (e *Engine) ResetOffset(ctx context.Context, group, topic string, ts int64)
 			pq := v.(*popQueue)
 			pq.mu.Lock()
 			pq.st.Reset(off)
-			pq.dirty = true
+			pq.markDirty()
 			pq.mu.Unlock()
 		}
 		out[q.id] = off

@@ -386,8 +386,12 @@ func (e *Engine) DeleteGroup(name string) error {
 // dropPops forgets the in-memory pop state of every key that match
 // selects.
 func (e *Engine) dropPops(match func(popKey) bool) {
-	e.pops.Range(func(k, _ any) bool {
+	e.pops.Range(func(k, v any) bool {
 		if match(k.(popKey)) {
+			pq := v.(*popQueue)
+			pq.mu.Lock()
+			pq.dropped = true
+			pq.mu.Unlock()
 			e.pops.Delete(k)
 		}
 		return true
