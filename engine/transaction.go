@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/karmanmq/karman/engine/commitlog"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/registry"
 	"github.com/karmanmq/karman/engine/txn"
@@ -190,7 +191,7 @@ type halfRecord struct {
 func (e *Engine) readHalf(s *sendState, off int64) (halfRecord, error) {
 	rec, err := e.log.Read(off, s.read[:0])
 	if err != nil {
-		return halfRecord{}, fmt.Errorf("%w at commit-log offset %d", ErrTransactionNotFound, off)
+		return halfRecord{}, fmt.Errorf("%w at commit-log offset %d: %w", ErrTransactionNotFound, off, err)
 	}
 	s.read = rec
 	h, err := message.PeekStored(rec)
@@ -372,9 +373,15 @@ func (e *Engine) checkOne(off, now int64) error {
 		// the decision's record (Options.DispatchDelay).
 		return nil
 	}
+	if st, ok := e.txnChecks.Peek(off); ok && st.Next > now {
+		return nil // not due: no need to read it
+	}
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
 	half, herr := e.readHalf(s, off)
+	if errors.Is(herr, commitlog.ErrOffsetGone) {
+		return e.forgetHalf(s, off)
+	}
 	st := e.txnChecks.Get(off, func() txn.Check {
 		first := now + e.opts.TransactionTimeout.Milliseconds()
 		if herr == nil {
@@ -404,6 +411,30 @@ func (e *Engine) checkOne(off, now int64) error {
 	}
 	e.txnChecks.Set(off, txn.Check{Count: st.Count + 1, Next: now + e.opts.TransactionCheckInterval.Milliseconds()})
 	return e.sendCheck(off, &half)
+}
+
+// forgetHalf retires the pending half message at off whose record
+// retention deleted before anyone decided: nothing is left to check or to
+// deliver. It appends a record naming it in TRAN_SRC, as a discard after
+// too many checks does, without the message.
+func (e *Engine) forgetHalf(s *sendState, off int64) error {
+	if !e.txnChecks.BeginResolve(off, e.disp.pos.Load()) {
+		return nil // being decided, or decided already
+	}
+	rec := int64(-1)
+	defer func() { e.txnChecks.EndResolve(off, rec) }()
+	q, err := e.systemQueue(message.TopicTransCheckMaxTime)
+	if err != nil {
+		return err
+	}
+	m := &message.Message{Topic: q.topic, Properties: map[string]string{propertyTransactionSource: strconv.FormatInt(off, 10)}}
+	msgs := [1]*message.Message{m}
+	if err := e.store(s, nil, q, msgs[:], "", nil); err != nil {
+		return err
+	}
+	rec = s.offs[0]
+	e.opts.Logger.Warn("forgot a half message that retention deleted before it was resolved", "offset", off)
+	return nil
 }
 
 // sendCheck asks a live producer of the group of the half message at off

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -375,5 +376,40 @@ func TestConcurrentDecisions(t *testing.T) {
 	rolledBack := len(pullAll(t, e, message.TopicTransOpHalf, 0, 0, nil))
 	if committed+rolledBack != halves {
 		t.Fatalf("%d committed and %d rolled back, want %d in all", committed, rolledBack, halves)
+	}
+}
+
+// A pending half message whose record retention deleted is retired, not
+// looked for on every scan forever.
+func TestHalfMessageDeletedByRetention(t *testing.T) {
+	e := txnEngine(t, &Options{SegmentSize: 64 << 10, RetentionAge: time.Hour, TransactionScanInterval: time.Hour})
+	defer e.Close()
+	ctx := context.Background()
+	half, err := e.Send(ctx, halfMsg("lost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(bytes.Repeat([]byte("r"), 4000))
+	for range 100 { // about 6 segments
+		if _, err := e.Send(ctx, newMsg("T", body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.WaitDispatched(ctx)
+	if removed, err := e.ApplyRetention(time.Now().Add(2 * time.Hour)); err != nil || removed == 0 {
+		t.Fatalf("retention removed %d segments, %v", removed, err)
+	}
+	if pending, _ := e.halves.List(0, 10, nil); len(pending) != 1 || pending[0] != half.CommitLogOffset {
+		t.Fatalf("pending half messages before the scan: %v", pending)
+	}
+	if err := e.checkTransactions(); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitDispatched(ctx)
+	if pending, _ := e.halves.List(0, 10, nil); len(pending) != 0 {
+		t.Fatalf("half messages still pending after the scan: %v", pending)
+	}
+	if max, _ := e.MaxOffset(message.TopicTransCheckMaxTime, 0); max != 1 {
+		t.Fatalf("%d discard records, want 1", max)
 	}
 }

@@ -151,6 +151,18 @@ func (c *Checks) Get(off int64, init func() Check) Check {
 	return *st
 }
 
+// Peek returns the check state of off, if it has one.
+func (c *Checks) Peek(off int64) (Check, bool) {
+	sh := c.shard(off)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st, ok := sh.m[off]
+	if !ok {
+		return Check{}, false
+	}
+	return *st, true
+}
+
 // Set records the check state of off.
 func (c *Checks) Set(off int64, st Check) {
 	sh := c.shard(off)
