@@ -5,7 +5,9 @@
 //
 // A Queue is the state of one (group, topic, queue). Offsets below
 // AckedBelow are done (acknowledged or dead-lettered). Offsets in
-// [AckedBelow, Cursor) are either in flight or done (listed in Done).
+// [AckedBelow, Cursor) are either in flight or done (listed in Done, as
+// runs of consecutive offsets, so that a message held in flight while
+// the ones after it are acknowledged costs a run, not an entry each).
 // Offsets at or above Cursor have never been delivered. The engine keeps a
 // Queue in memory, guarded by its own mutex, and persists its binary form.
 //
