@@ -24,9 +24,11 @@ import (
 // up, or when the client's session is dropped (terminated or expired);
 // the message then becomes visible when its current lease runs out.
 //
-// Lock order: a lease's mu before leaseTable.mu. A lease's mu is held
-// across the engine call that acts on its handle, so an ack and a renewal
-// of one message never race.
+// Lock order: a lease's mu, then leaseTable.mu, then a sessionLeases'
+// mu. A lease's mu is held across the engine call that acts on its
+// handle, so an ack and a renewal of one message never race. The renewal
+// scan holds one client's leases at a time, never the table, so receives
+// and acks of other clients do not wait for it.
 
 // lease is one message kept invisible for a client.
 type lease struct {
@@ -44,13 +46,14 @@ type lease struct {
 
 // sessionLeases are the leases of one client, by first handle.
 type sessionLeases struct {
-	m map[string]*lease
+	mu sync.Mutex
+	m  map[string]*lease
 }
 
 // leaseTable holds the leases of every client. The zero value is ready.
 type leaseTable struct {
 	mu sync.Mutex
-	m  map[*session.Session]*sessionLeases
+	m  map[*session.Session]*sessionLeases // changes under mu; each value's m under its own mu too
 }
 
 // add starts a lease of handle h, given to owner and invisible until
@@ -68,7 +71,9 @@ func (t *leaseTable) add(owner *session.Session, group, h string, deadline, unti
 		sl = &sessionLeases{m: map[string]*lease{}}
 		t.m[owner] = sl
 	}
+	sl.mu.Lock()
 	sl.m[h] = l
+	sl.mu.Unlock()
 	return l
 }
 
@@ -80,6 +85,8 @@ func (t *leaseTable) lookup(owner *session.Session, h string) *lease {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if sl := t.m[owner]; sl != nil {
+		sl.mu.Lock()
+		defer sl.mu.Unlock()
 		return sl.m[h]
 	}
 	return nil
@@ -93,6 +100,8 @@ func (t *leaseTable) remove(owner *session.Session, ls ...*lease) {
 	if sl == nil {
 		return
 	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
 	for _, l := range ls {
 		if sl.m[l.first] == l {
 			delete(sl.m, l.first)
@@ -109,7 +118,9 @@ func (t *leaseTable) len() int {
 	defer t.mu.Unlock()
 	n := 0
 	for _, sl := range t.m {
+		sl.mu.Lock()
 		n += len(sl.m)
+		sl.mu.Unlock()
 	}
 	return n
 }
@@ -118,18 +129,24 @@ func (t *leaseTable) len() int {
 // sessions that are gone.
 func (t *leaseTable) due(now, before int64) []*lease {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []*lease
+	sls := make([]*sessionLeases, 0, len(t.m))
 	for owner, sl := range t.m {
 		if sessionGone(owner) {
 			delete(t.m, owner)
 			continue
 		}
+		sls = append(sls, sl)
+	}
+	t.mu.Unlock()
+	var out []*lease
+	for _, sl := range sls {
+		sl.mu.Lock()
 		for _, l := range sl.m {
 			if l.deadline.Load()-now <= before {
 				out = append(out, l)
 			}
 		}
+		sl.mu.Unlock()
 	}
 	return out
 }
