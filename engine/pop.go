@@ -88,6 +88,7 @@ type PopOptions struct {
 	Buffer *[]byte
 
 	arena *[]byte // Buffer, or the pop's own
+	now   int64   // ms: the time of this round of the pop
 }
 
 // PoppedMessage is one delivered message.
@@ -305,7 +306,8 @@ func (e *Engine) ensureGroup(name string) (meta.Group, error) {
 func (e *Engine) popOnce(ctx context.Context, t *topicState, g meta.Group, o *PopOptions) ([]PoppedMessage, int64, error) {
 	qs := *t.queues.Load()
 	n := min(int(t.cfg.Load().ReadQueues), len(qs))
-	out := make([]PoppedMessage, 0, o.Max)
+	var out []PoppedMessage // made at the first message: most rounds of a waiting pop find none
+	o.now = time.Now().UnixMilli()
 	o.arena = o.Buffer
 	if o.arena == nil {
 		o.arena = new([]byte)
@@ -367,7 +369,7 @@ func (e *Engine) popLocked(ctx context.Context, q *queueState, pq *popQueue, g m
 // caller holds: expired messages first, then new ones.
 func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, int64, error) {
 	st := pq.st
-	now := time.Now().UnixMilli()
+	now := o.now
 	for _, off := range st.Expired(now) {
 		if len(out) == o.Max {
 			break
@@ -488,6 +490,9 @@ func (e *Engine) deliver(q *queueState, pq *popQueue, off int64, f *pop.Inflight
 	pq.markDirty()
 	message.SetReconsumeTimes(rec, f.Attempt-1)
 	h := pop.Handle{Topic: q.topic, Queue: q.id, Offset: off, Nonce: f.Nonce, Deadline: f.Deadline}
+	if out == nil {
+		out = make([]PoppedMessage, 0, o.Max)
+	}
 	return append(out, PoppedMessage{
 		Record:   rec,
 		Handle:   e.handles.Encode(h, pq.key.group),
@@ -828,7 +833,7 @@ func (e *Engine) loadHandleKey() error {
 // when no earlier message of the group is in flight.
 func (e *Engine) popFIFO(ctx context.Context, q *queueState, pq *popQueue, o *PopOptions, out []PoppedMessage) ([]PoppedMessage, int64, error) {
 	st := pq.st
-	now := time.Now().UnixMilli()
+	now := o.now
 	stop := min(q.end.Load(), st.AckedBelow+fifoScanWindow)
 	blocked := map[string]bool{}
 	// The window is read a run at a time, each twice the one before, so

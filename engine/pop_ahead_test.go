@@ -343,3 +343,17 @@ func popAckBatches(b *testing.B, e *Engine, group string) {
 		n += len(got)
 	}
 }
+
+// BenchmarkPopNothing is a pop that finds nothing visible in any of 8
+// queues: what a waiting pop woken for another group's message costs.
+func BenchmarkPopNothing(b *testing.B) {
+	e := benchEngine(b, &Options{AutoCreateGroups: true})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "B", Max: 32, Invisible: time.Minute})
+		if err != nil || len(got) != 0 {
+			b.Fatalf("pop: %d messages, %v", len(got), err)
+		}
+	}
+}
