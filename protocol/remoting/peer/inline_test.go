@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -260,5 +261,65 @@ func TestLentBody(t *testing.T) {
 	defer mu.Unlock()
 	if done[100] != 2 || done[50000] != 2 || done[70000] != 1 || done[3000] != 1 {
 		t.Fatalf("BodyDone calls: %v", done)
+	}
+}
+
+// TestStalledReaderIsCut checks that a peer whose other end keeps
+// sending requests but never reads the answers shuts the connection down
+// once MaxQueuedResponses bytes of answers wait, instead of holding them
+// all. Handlers run on goroutines of their own here, as detached inline
+// handlers do; an inline handler that is not detached writes its answer
+// itself and so stops reading while the other end does.
+func TestStalledReaderIsCut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err == nil {
+			accepted <- conn
+		}
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	body := make([]byte, 64<<10)
+	p := New(<-accepted, Options{MaxQueuedResponses: 4 << 20, Handler: HandlerFunc(func(ctx context.Context, req *wire.Command) *wire.Command {
+		resp := wire.NewResponse(req, wire.Success, "")
+		resp.Body = body
+		return resp
+	})})
+	defer p.Close()
+	req, err := (&wire.Command{Code: 53}).AppendTo(nil, wire.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The socket buffers hold a few MiB of answers; the bound is reached
+	// well within 1,000 requests (64 MiB of answers). Writes fail once
+	// the peer has shut the connection.
+	var sent int
+	for sent = 0; sent < 1000; sent++ {
+		raw.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := raw.Write(req); err != nil {
+			break
+		}
+		select {
+		case <-p.Done():
+			sent = 1000
+		default:
+		}
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the connection is still up after %d requests whose answers were never read", sent)
+	}
+	if err := p.Err(); !errors.Is(err, ErrStalled) {
+		t.Fatalf("the connection ended with %v, want ErrStalled", err)
 	}
 }

@@ -26,6 +26,10 @@ var (
 	// ErrTimeout: no response arrived in time. When the deadline came from
 	// the caller's context the error also wraps context.DeadlineExceeded.
 	ErrTimeout = errors.New("peer: request timed out")
+	// ErrStalled: the other end stopped reading while responses to its
+	// requests piled up (Options.MaxQueuedResponses); the connection was
+	// shut down.
+	ErrStalled = errors.New("peer: the other end stopped reading")
 )
 
 // Defaults for Options.
@@ -33,7 +37,10 @@ const (
 	DefaultDialTimeout    = 3 * time.Second
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultQueueLength    = 1024
-	maxPooledBuffer       = 1 << 20
+	// DefaultMaxQueuedResponses is the default of
+	// Options.MaxQueuedResponses.
+	DefaultMaxQueuedResponses = 256 << 20
+	maxPooledBuffer           = 1 << 20
 	// corkLimit is how many bytes of responses a reading goroutine
 	// gathers before it writes them, when more requests are waiting to be
 	// read.
@@ -74,6 +81,12 @@ type Options struct {
 	// QueueLength is how many encoded frames may wait for the writer
 	// before Invoke blocks. Default DefaultQueueLength (1024).
 	QueueLength int
+	// MaxQueuedResponses bounds the bytes of responses waiting to be
+	// written. A peer that keeps sending requests but stops reading their
+	// answers would otherwise hold them all; past the bound its
+	// connection is shut down. Default DefaultMaxQueuedResponses
+	// (256 MiB).
+	MaxQueuedResponses int
 	// Handler answers requests from the other end. Default: answer
 	// REQUEST_CODE_NOT_SUPPORTED (nothing for oneway requests).
 	Handler Handler
@@ -111,6 +124,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.QueueLength <= 0 {
 		o.QueueLength = DefaultQueueLength
+	}
+	if o.MaxQueuedResponses <= 0 {
+		o.MaxQueuedResponses = DefaultMaxQueuedResponses
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -752,6 +768,10 @@ func (c *Peer) respond(req, resp *wire.Command, flush bool) {
 	n, err := c.out.add(f)
 	if err != nil {
 		f.release()
+		return
+	}
+	if n > c.opts.MaxQueuedResponses {
+		c.shutdown(fmt.Errorf("%w: %d bytes of responses wait to be written (limit %d): the other end does not read them", ErrStalled, n, c.opts.MaxQueuedResponses))
 		return
 	}
 	if flush || n >= corkLimit {
