@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -49,5 +51,35 @@ func TestLightQueuesOfParkedMessages(t *testing.T) {
 		if len(got) != 1 || string(got[0].Body) != body {
 			t.Errorf("%s holds %d messages, want %q once", lmq, len(got), body)
 		}
+	}
+}
+
+// Reading light queues that never held a message, by names nobody
+// writes to, leaves no state behind; waiting on one keeps its state, so
+// that the waiter hears of the first message.
+func TestLightQueueLookupsLeaveNothing(t *testing.T) {
+	e := openTest(t, t.TempDir(), nil)
+	defer e.Close()
+	for i := range 100 {
+		name := fmt.Sprintf("%%LMQ%%nobody-%d", i)
+		if max, err := e.MaxOffset(name, 0); err != nil || max != 0 {
+			t.Fatalf("MaxOffset(%s) = %d, %v", name, max, err)
+		}
+		if res, err := e.Pull(context.Background(), name, 0, 0, 32, nil); err != nil || len(res.Records) != 0 {
+			t.Fatalf("Pull(%s) = %v", name, err)
+		}
+	}
+	n := 0
+	e.lmqs.Range(func(_, _ any) bool { n++; return true })
+	if n != 0 {
+		t.Fatalf("%d light-queue states kept after lookups", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := e.WaitForArrival(ctx, "%LMQ%waited", 0, 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitForArrival = %v", err)
+	}
+	if _, ok := e.lmqs.Load("%LMQ%waited"); !ok {
+		t.Fatal("the state a reader waited on was not kept")
 	}
 }

@@ -218,7 +218,7 @@ func (e *Engine) skippable(err error, clOffset int64) bool {
 // or with ctx's error when ctx ends first. It is the long-polling
 // primitive: appends wake it, nothing polls.
 func (e *Engine) WaitForArrival(ctx context.Context, topic string, queueID int32, offset int64) error {
-	q, err := e.readQueue(topic, queueID)
+	q, err := e.waitQueue(topic, queueID)
 	if err != nil {
 		return err
 	}

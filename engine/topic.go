@@ -134,12 +134,23 @@ func (e *Engine) queueStates(t *topicState, topic string, have []*queueState, n 
 // lightQueue returns the state of a light message queue, creating it on
 // first use.
 func (e *Engine) lightQueue(name string) (*queueState, error) {
+	return e.lightQueueState(name, true)
+}
+
+// lightQueueState returns the state of a light message queue. A queue
+// that never held a message gets a state of its own only when keep is
+// set (the dispatcher storing into it, a reader waiting on it): lookups
+// of names nobody writes to, which clients choose, leave nothing behind.
+func (e *Engine) lightQueueState(name string, keep bool) (*queueState, error) {
 	if v, ok := e.lmqs.Load(name); ok {
 		return v.(*queueState), nil
 	}
 	q, err := e.newQueueState(name, 0)
 	if err != nil {
 		return nil, err
+	}
+	if !keep && q.end.Load() == 0 && q.min.Load() == 0 {
+		return q, nil
 	}
 	v, _ := e.lmqs.LoadOrStore(name, q)
 	return v.(*queueState), nil
@@ -148,6 +159,16 @@ func (e *Engine) lightQueue(name string) (*queueState, error) {
 // readQueue resolves (topic, queue) for reading: a configured, readable
 // topic's queue or a light queue.
 func (e *Engine) readQueue(topic string, queueID int32) (*queueState, error) {
+	return e.resolveReadQueue(topic, queueID, false)
+}
+
+// waitQueue is readQueue for a reader that waits for the queue's
+// arrivals, which needs the state the dispatcher signals.
+func (e *Engine) waitQueue(topic string, queueID int32) (*queueState, error) {
+	return e.resolveReadQueue(topic, queueID, true)
+}
+
+func (e *Engine) resolveReadQueue(topic string, queueID int32, keep bool) (*queueState, error) {
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -155,7 +176,7 @@ func (e *Engine) readQueue(topic string, queueID int32) (*queueState, error) {
 		if queueID != 0 {
 			return nil, fmt.Errorf("%w: light queue %s has only queue 0, not %d", ErrInvalidQueue, topic, queueID)
 		}
-		return e.lightQueue(topic)
+		return e.lightQueueState(topic, keep)
 	}
 	t, err := e.topic(topic)
 	if err != nil {
