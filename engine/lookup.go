@@ -95,32 +95,41 @@ func (e *Engine) SeekOffset(group, topic string, queueID int32, offset int64) er
 	if err := e.CommitOffset(group, topic, queueID, offset); err != nil {
 		return err
 	}
-	key := popKey{group, topic, queueID}
-	if _, ok := e.pops.Load(key); !ok {
-		// Only a group that pops, or popped before a restart, has state
-		// to move; others need none made.
-		if _, ok, err := e.meta.PopState(group, topic, queueID); err != nil || !ok {
-			return err
-		}
-	}
 	q, err := e.readQueue(topic, queueID)
 	if err != nil {
 		return err
 	}
+	pq, err := e.seekPop(group, q, offset)
+	if err != nil || pq == nil {
+		return err
+	}
+	if err := e.savePops([]*popQueue{pq}, true); err != nil {
+		return err
+	}
+	e.wakePops(topic)
+	return nil
+}
+
+// seekPop moves group's pop state of q to offset, forgetting its
+// deliveries, and returns it to be saved; nil when the group never
+// popped q (nor did before a restart), which needs no state made.
+func (e *Engine) seekPop(group string, q *queueState, offset int64) (*popQueue, error) {
+	key := popKey{group, q.topic, q.id}
+	if _, ok := e.pops.Load(key); !ok {
+		if _, ok, err := e.meta.PopState(group, q.topic, q.id); err != nil || !ok {
+			return nil, err
+		}
+	}
 	pq, err := e.popQueue(key, q)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pq.mu.Lock()
 	pq.st.Reset(offset)
 	pq.ahead = nil
 	pq.markDirty()
 	pq.mu.Unlock()
-	if err := e.savePops([]*popQueue{pq}, true); err != nil {
-		return err
-	}
-	e.wakePops(topic)
-	return nil
+	return pq, nil
 }
 
 // ConsumerOffset returns group's committed offset in (topic, queueID), or

@@ -504,6 +504,28 @@ func TestSeekOffsetMovesPops(t *testing.T) {
 	}
 }
 
+// ResetOffset moves pop state that a restart left on disk only, as it
+// moves state in memory.
+func TestResetOffsetMovesPopStateOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	e := popTestEngine(t, dir, 1, meta.Group{})
+	sendN(t, e, 4)
+	ctx := context.Background()
+	if got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 4, Invisible: time.Hour}); err != nil || len(got) != 4 {
+		t.Fatalf("pop %d, %v", len(got), err)
+	}
+	e.Close()
+	e = popTestEngine(t, dir, 1, meta.Group{})
+	defer e.Close()
+	if _, err := e.ResetOffset(ctx, "G", "T", 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 32, Invisible: time.Minute})
+	if err != nil || fmt.Sprint(bodies(t, got)) != "[0 1 2 3]" {
+		t.Fatalf("pop after resetting to the start: %v, %v", bodies(t, got), err)
+	}
+}
+
 func TestPopLongPollAndFilter(t *testing.T) {
 	e := popTestEngine(t, t.TempDir(), 2, meta.Group{})
 	defer e.Close()

@@ -146,6 +146,7 @@ func (e *Engine) ResetOffset(ctx context.Context, group, topic string, ts int64)
 		return nil, err
 	}
 	out := map[int32]int64{}
+	var moved []*popQueue
 	for _, q := range *t.queues.Load() {
 		off, err := e.OffsetByTime(topic, q.id, ts)
 		if err != nil {
@@ -154,16 +155,16 @@ func (e *Engine) ResetOffset(ctx context.Context, group, topic string, ts int64)
 		if err := e.meta.CommitOffset(group, topic, q.id, off); err != nil {
 			return nil, err
 		}
-		if v, ok := e.pops.Load(popKey{group, topic, q.id}); ok {
-			pq := v.(*popQueue)
-			pq.mu.Lock()
-			pq.st.Reset(off)
-			pq.markDirty()
-			pq.mu.Unlock()
+		pq, err := e.seekPop(group, q, off)
+		if err != nil {
+			return nil, err
+		}
+		if pq != nil {
+			moved = append(moved, pq)
 		}
 		out[q.id] = off
 	}
-	if err := e.flushPops(true); err != nil {
+	if err := e.savePops(moved, true); err != nil {
 		return nil, err
 	}
 	e.publish(Event{Kind: EventOffsetReset, Group: group, Topic: topic, Offsets: out})
