@@ -12,6 +12,9 @@ const hexUpper = "0123456789ABCDEF"
 const (
 	offsetIDLenV4 = 2 * (4 + 4 + 8)  // 32 hex characters
 	offsetIDLenV6 = 2 * (16 + 4 + 8) // 56 hex characters
+
+	// OffsetIDMaxLen is the length of the longest offset message id.
+	OffsetIDMaxLen = offsetIDLenV6
 )
 
 func appendHexUpper(dst, b []byte) []byte {

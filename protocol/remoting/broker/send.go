@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
@@ -33,9 +34,13 @@ import (
 // instead.
 
 func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
+	m := messages.Get().(*message.Message)
+	defer putMessage(m)
+	// The properties go straight into the message (see fillEncoded).
 	var h wire.SendMessageRequestHeader
-	if err := decodeHeader(req, &h); err != nil {
-		return errorResponse(req, err)
+	props, err := req.DecodeSendHeader(&h, m.EncodedProperties[:0])
+	if err != nil {
+		return errorResponse(req, fmt.Errorf("broker: %s: %w", req.RequestCode(), err))
 	}
 	if h.Batch || req.RequestCode() == wire.SendBatchMessage {
 		return b.sendBatch(ctx, c, req, &h)
@@ -43,9 +48,8 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	if h.Topic == message.TopicAutoCreate {
 		return errorResponse(req, fmt.Errorf("%w: %s is the template of auto-created topics", errReservedTopic, h.Topic))
 	}
-	m := messages.Get().(*message.Message)
-	defer putMessage(m)
-	b.fillMessage(m, c, &h, req.Body, h.Properties)
+	m.EncodedProperties = props
+	b.fillEncoded(m, c, &h, req.Body)
 	queue := h.QueueID
 	if queue < 0 {
 		queue = engine.AnyQueue
@@ -69,16 +73,32 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	}
 	b.noteTopic(m.Topic)
 	b.noteRequester(c, h.ProducerGroup, m)
-	resp := success(req)
-	resp.SetHeader(&wire.SendMessageResponseHeader{
-		MsgID:         res.OffsetMsgID(),
+	return b.sendAnswer(req, res)
+}
+
+// sendAnswer is the response to a single send: the command, its header
+// and the text of the offset message id, in one allocation.
+type sendAnswer struct {
+	cmd wire.Command
+	hdr wire.SendMessageResponseHeader
+	id  [message.OffsetIDMaxLen]byte
+}
+
+// sendAnswer returns the SUCCESS response to a send that res describes.
+func (b *Broker) sendAnswer(req *wire.Command, res engine.SendResult) *wire.Command {
+	a := &sendAnswer{cmd: wire.ResponseTo(req, wire.Success, "")}
+	id := message.AppendOffsetID(a.id[:0], res.StoreHost, res.CommitLogOffset)
+	a.hdr = wire.SendMessageResponseHeader{
+		// The id's text lives in a, which the string keeps alive.
+		MsgID:         unsafe.String(&id[0], len(id)),
 		QueueID:       res.QueueID,
 		QueueOffset:   res.QueueOffset,
 		TransactionID: res.MsgID,
 		MsgRegion:     b.opts.Region,
 		TraceOn:       "true",
-	})
-	return resp
+	}
+	a.cmd.SetHeader(&a.hdr)
+	return &a.cmd
 }
 
 // detachForFlush lets an inline send wait for the disk: with FlushSync
@@ -159,8 +179,14 @@ func (b *Broker) newMessage(c *server.Conn, h *wire.SendMessageRequestHeader, bo
 // over an earlier one of the same name, as decoding the string into a
 // map would have it. The engine decodes them only when it must.
 func (b *Broker) fillMessage(m *message.Message, c *server.Conn, h *wire.SendMessageRequestHeader, body []byte, props string) {
-	p := m.EncodedProperties[:0]
-	p = append(p, props...)
+	m.EncodedProperties = append(m.EncodedProperties[:0], props...)
+	b.fillEncoded(m, c, h, body)
+}
+
+// fillEncoded is fillMessage for properties already in
+// m.EncodedProperties.
+func (b *Broker) fillEncoded(m *message.Message, c *server.Conn, h *wire.SendMessageRequestHeader, body []byte) {
+	p := m.EncodedProperties
 	if len(p) > 0 && p[len(p)-1] != 2 {
 		p = append(p, 2) // end the last pair, as decoding would
 	}

@@ -217,11 +217,17 @@ func (s *Server) accept(nc net.Conn) {
 	go s.watch(c)
 }
 
+// idleChecks is how many times per IdleTimeout the watcher looks for
+// requests: a connection is closed after between IdleTimeout and
+// IdleTimeout plus one check interval without one.
+const idleChecks = 8
+
 // watch closes c when it goes idle and cleans up once it is closed.
 func (s *Server) watch(c *Conn) {
 	defer s.wg.Done()
-	t := time.NewTimer(s.opts.IdleTimeout)
+	t := time.NewTicker(max(s.opts.IdleTimeout/idleChecks, time.Millisecond))
 	defer t.Stop()
+	lastSeen := time.Now() // when the watcher last found c active
 	for {
 		select {
 		case <-c.p.Done():
@@ -233,14 +239,15 @@ func (s *Server) watch(c *Conn) {
 				s.opts.OnClose(c)
 			}
 			return
-		case <-t.C:
-			idle := time.Since(time.Unix(0, c.lastActive.Load()))
-			if idle >= s.opts.IdleTimeout {
-				s.opts.Logger.Info("closing idle remoting connection", "addr", c.addr, "idle", idle)
-				c.p.Close()
+		case now := <-t.C:
+			if c.active.Swap(false) {
+				lastSeen = now
 				continue
 			}
-			t.Reset(s.opts.IdleTimeout - idle)
+			if idle := now.Sub(lastSeen); idle >= s.opts.IdleTimeout {
+				s.opts.Logger.Info("closing idle remoting connection", "addr", c.addr, "idle", idle)
+				c.p.Close()
+			}
 		}
 	}
 }
@@ -322,12 +329,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Conn is one client connection.
 type Conn struct {
-	srv        *Server
-	p          *peer.Peer    // set before ready is closed
-	ready      chan struct{} // closed once p is set
-	id         uint64
-	addr       string
-	lastActive atomic.Int64 // unix ns of the last request
+	srv    *Server
+	p      *peer.Peer    // set before ready is closed
+	ready  chan struct{} // closed once p is set
+	id     uint64
+	addr   string
+	active atomic.Bool // a request came since the idle watcher last looked
 
 	mu    sync.Mutex
 	attrs map[string]any
@@ -339,7 +346,13 @@ func (c *Conn) HandleRequest(ctx context.Context, req *wire.Command) *wire.Comma
 	return c.srv.serve(ctx, c, req)
 }
 
-func (c *Conn) touch() { c.lastActive.Store(time.Now().UnixNano()) }
+// touch marks c active for the idle watcher. It writes only when the
+// watcher has cleared the mark, so that requests mostly just read it.
+func (c *Conn) touch() {
+	if !c.active.Load() {
+		c.active.Store(true)
+	}
+}
 
 // ID returns a number unique to the connection within the server.
 func (c *Conn) ID() uint64 { return c.id }

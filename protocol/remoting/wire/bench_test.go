@@ -131,4 +131,22 @@ func BenchmarkDecodeSendRequestAndHeader(b *testing.B) {
 			}
 		})
 	}
+	// As the broker reads a single send: the properties go into the
+	// memory of the stored message's.
+	b.Run("send", func(b *testing.B) {
+		o := DecodeOptions{DeferExtFields: true}
+		b.SetBytes(int64(len(frame)))
+		b.ReportAllocs()
+		var props []byte
+		for b.Loop() {
+			c, err := o.Decode(frame)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var h SendMessageRequestHeader
+			if props, err = c.DecodeSendHeader(&h, props[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

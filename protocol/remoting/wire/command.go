@@ -83,6 +83,12 @@ func (l LanguageCode) name() (string, bool) {
 // ParseLanguage maps a language name (any case) to its code. Unknown names
 // map to LanguageOther with ok == false.
 func ParseLanguage(name string) (code LanguageCode, ok bool) {
+	switch name { // the names clients send, without folding case
+	case "GO":
+		return LanguageGo, true
+	case "JAVA":
+		return LanguageJava, true
+	}
 	for i, n := range languageNames {
 		if strings.EqualFold(n, name) {
 			return LanguageCode(i), true
@@ -171,7 +177,14 @@ func NewRequest(code RequestCode, ext map[string]string) *Command {
 // NewResponse returns a response to req: same opaque and serialize type,
 // FlagResponse set, the given code and remark.
 func NewResponse(req *Command, code ResponseCode, remark string) *Command {
-	return &Command{
+	c := ResponseTo(req, code, remark)
+	return &c
+}
+
+// ResponseTo is NewResponse as a value, for a response embedded in a
+// larger allocation.
+func ResponseTo(req *Command, code ResponseCode, remark string) Command {
+	return Command{
 		Code:          int32(code),
 		Language:      LanguageGo,
 		Version:       DefaultVersion,

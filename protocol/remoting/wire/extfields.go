@@ -61,23 +61,36 @@ func (c *Command) DecodeHeader(h Header) error {
 		switch h.(type) {
 		case *SendMessageRequestHeader, *SendMessageRequestHeaderV2, *PullMessageRequestHeader,
 			*SendMessageResponseHeader, *PullMessageResponseHeader:
-			return c.decodeInPlace(h)
+			_, err := c.decodeInPlace(h, nil, false)
+			return err
 		}
 		c.LoadExtFields()
 	}
 	return h.DecodeFields(c.ExtFields)
 }
 
-// pairBuffers recycles the arrays decodeInPlace gathers entries in (the
-// compiler cannot keep them on the stack).
-var pairBuffers = sync.Pool{New: func() any { return new([maxExtFields]extPair) }}
+// pairBuffer is what decodeInPlace gathers entries in: the entries, and
+// the strings among them that needed unescaping.
+type pairBuffer struct {
+	pairs   [maxExtFields]extPair
+	scratch []byte
+}
 
-// decodeInPlace reads h from the entries of the deferred extFields.
-func (c *Command) decodeInPlace(h Header) error {
-	arr := pairBuffers.Get().(*[maxExtFields]extPair)
-	s := jsonScanner{data: c.ext, strict: c.extStrict}
-	pairs, _ := s.scanExtFields(arr[:0], true) // checked when the header was decoded
-	r := fieldReader{pairs: pairs, fromPairs: true}
+// pairBuffers recycles pairBuffers (the compiler cannot keep them on the
+// stack).
+var pairBuffers = sync.Pool{New: func() any { return &pairBuffer{scratch: make([]byte, 0, 512)} }}
+
+// maxScratch bounds the scratch memory a pairBuffer keeps for reuse.
+const maxScratch = 16 << 10
+
+// decodeInPlace reads h from the entries of the deferred extFields. With
+// appendProps set, a send request header's properties are appended to
+// props, which it returns, instead of being set as a string.
+func (c *Command) decodeInPlace(h Header, props []byte, appendProps bool) ([]byte, error) {
+	buf := pairBuffers.Get().(*pairBuffer)
+	s := jsonScanner{data: c.ext, strict: c.extStrict, scratch: &buf.scratch}
+	pairs, _ := s.scanExtFields(buf.pairs[:0], true) // checked when the header was decoded
+	r := fieldReader{pairs: pairs, fromPairs: true, props: props, appendProps: appendProps}
 	var err error
 	switch h := h.(type) {
 	case *SendMessageRequestHeader:
@@ -93,9 +106,31 @@ func (c *Command) decodeInPlace(h Header) error {
 	default:
 		panic("wire: no in-place decoder for " + reflect.TypeOf(h).String())
 	}
-	clear(arr[:min(len(pairs), maxExtFields)]) // drop the references to the frame
-	pairBuffers.Put(arr)
-	return err
+	clear(buf.pairs[:min(len(pairs), maxExtFields)]) // drop the references to the frame
+	if cap(buf.scratch) > maxScratch {
+		buf.scratch = make([]byte, 0, 512)
+	}
+	buf.scratch = buf.scratch[:0]
+	pairBuffers.Put(buf)
+	return r.props, err
+}
+
+// DecodeSendHeader decodes the header of a send request as DecodeHeader
+// does, except that it appends the properties to props instead of
+// setting h.Properties, which it leaves empty, and returns props: for a
+// broker that copies the properties into the stored message, this saves
+// making a string of them.
+func (c *Command) DecodeSendHeader(h *SendMessageRequestHeader, props []byte) ([]byte, error) {
+	if c.hdr != nil {
+		c.LoadExtFields()
+	}
+	if c.ext != nil {
+		return c.decodeInPlace(h, props, true)
+	}
+	err := h.DecodeFields(c.ExtFields)
+	props = append(props, h.Properties...)
+	h.Properties = ""
+	return props, err
 }
 
 // getPair returns the value of the last entry named key, as a map built

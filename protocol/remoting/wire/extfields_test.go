@@ -54,6 +54,7 @@ func checkDeferred(t *testing.T, data []byte) {
 				t.Fatalf("strict=%v: header read in place\n%+v\nfrom the map\n%+v", strict, h.deferred, h.eager)
 			}
 		}
+		checkDecodeSendHeader(t, eager, data, strict)
 		deferred.LoadExtFields()
 		if !sameCommand(eager, deferred) {
 			t.Fatalf("strict=%v: loaded\n%+v\nwant\n%+v", strict, deferred, eager)
@@ -61,6 +62,30 @@ func checkDeferred(t *testing.T, data []byte) {
 		deferred.LoadExtFields() // again: nothing changes
 		if !sameCommand(eager, deferred) {
 			t.Fatal("second LoadExtFields changed the command")
+		}
+	}
+}
+
+// checkDecodeSendHeader checks that DecodeSendHeader reads what
+// DecodeHeader reads, with the properties appended to the given bytes,
+// from deferred extFields and from the map.
+func checkDecodeSendHeader(t *testing.T, eager *Command, data []byte, strict bool) {
+	t.Helper()
+	var want SendMessageRequestHeader
+	werr := eager.DecodeHeader(&want)
+	wantProps := want.Properties
+	want.Properties = ""
+	deferred, _ := DecodeOptions{StrictExtFields: strict, DeferExtFields: true}.Decode(data)
+	for _, c := range []*Command{deferred, eager} {
+		for range 2 { // the second time with the scratch memory of the first
+			var h SendMessageRequestHeader
+			props, err := c.DecodeSendHeader(&h, []byte("p:"))
+			if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+				t.Fatalf("strict=%v: DecodeSendHeader error %v, DecodeHeader error %v", strict, err, werr)
+			}
+			if !reflect.DeepEqual(h, want) || string(props) != "p:"+wantProps {
+				t.Fatalf("strict=%v: DecodeSendHeader read\n%+v %q\nDecodeHeader\n%+v %q", strict, h, props, want, wantProps)
+			}
 		}
 	}
 }
@@ -88,6 +113,8 @@ func TestDeferredExtFields(t *testing.T) {
 		`{"code":11,"extFields":{"consumerGroup":"\u0067","topic":"t\ud800","maxMsgBytes":"","batch":"TRUE","unitMode":"no"}}`,
 		`{"code":10,"extFields":{"k":"\u00"}}`,
 		`{"code":10,"extFields":{"k":7,"n":true,"m":false}}`,
+		`{"code":10,"extFields":{"producerGroup":"g\u0001","topic":"t\u00e9","properties":"a\u0001b\u0002\ud800","i":"x\u0001y","queueId":"1"}}`,
+		"{\"code\":10,\"extFields\":{\"properties\":\"\xff\xfe\\u0001\xff\",\"topic\":\"\\u0041\xff\"}}",
 	} {
 		checkDeferred(t, rawFrame(JSON, h, ""))
 	}

@@ -36,7 +36,11 @@ type fieldReader struct {
 	ext       map[string]string
 	pairs     []extPair // used instead of ext when fromPairs is set
 	fromPairs bool
-	err       error
+	// With appendProps set, a send request's properties are appended to
+	// props (see Command.DecodeSendHeader).
+	props       []byte
+	appendProps bool
+	err         error
 }
 
 func newFieldReader(header string, ext map[string]string) *fieldReader {
@@ -49,6 +53,20 @@ func (r *fieldReader) lookup(keys []string) (string, bool) {
 		b, ok := r.lookupBytes(keys)
 		return intern(b), ok
 	}
+	return r.lookupMap(keys)
+}
+
+// lookupName is lookup for fields that name things, whose values repeat
+// from request to request (see internName).
+func (r *fieldReader) lookupName(keys []string) (string, bool) {
+	if r.fromPairs {
+		b, ok := r.lookupBytes(keys)
+		return internName(b), ok
+	}
+	return r.lookupMap(keys)
+}
+
+func (r *fieldReader) lookupMap(keys []string) (string, bool) {
 	for _, k := range keys {
 		if v, ok := r.ext[k]; ok {
 			return v, true
@@ -79,6 +97,16 @@ func (r *fieldReader) invalid(keys []string, value, reason string) {
 	}
 }
 
+// appendStr appends the value of a string field to dst.
+func (r *fieldReader) appendStr(dst []byte, keys ...string) []byte {
+	if r.fromPairs {
+		v, _ := r.lookupBytes(keys)
+		return append(dst, v...)
+	}
+	v, _ := r.lookupMap(keys)
+	return append(dst, v...)
+}
+
 // str reads a string field. A required field must be present (it may be
 // empty).
 func (r *fieldReader) str(required bool, keys ...string) string {
@@ -92,6 +120,22 @@ func (r *fieldReader) str(required bool, keys ...string) string {
 // nonEmpty reads a string field that must be present and non-empty.
 func (r *fieldReader) nonEmpty(keys ...string) string {
 	v, ok := r.lookup(keys)
+	return r.checkNonEmpty(keys, v, ok)
+}
+
+// name is nonEmpty for a field that names a topic, group or broker.
+func (r *fieldReader) name(keys ...string) string {
+	v, ok := r.lookupName(keys)
+	return r.checkNonEmpty(keys, v, ok)
+}
+
+// optName reads an optional field that names something.
+func (r *fieldReader) optName(keys ...string) string {
+	v, _ := r.lookupName(keys)
+	return v
+}
+
+func (r *fieldReader) checkNonEmpty(keys []string, v string, ok bool) string {
 	switch {
 	case !ok:
 		r.missing(keys)

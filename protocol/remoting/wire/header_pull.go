@@ -42,19 +42,19 @@ func (h *PullMessageRequestHeader) DecodeFields(ext map[string]string) error {
 
 func (h *PullMessageRequestHeader) decode(r *fieldReader) error {
 	r.header = "PullMessageRequestHeader"
-	h.ConsumerGroup = r.nonEmpty("consumerGroup")
-	h.Topic = r.nonEmpty("topic")
+	h.ConsumerGroup = r.name("consumerGroup")
+	h.Topic = r.name("topic")
 	h.QueueID = r.i32(true, 0, "queueId")
 	h.QueueOffset = r.i64(true, 0, "queueOffset")
 	h.MaxMsgNums = r.i32(true, 0, "maxMsgNums")
 	h.SysFlag = r.i32(true, 0, "sysFlag")
 	h.CommitOffset = r.i64(true, 0, "commitOffset")
 	h.SuspendTimeoutMillis = r.i64(true, 0, "suspendTimeoutMillis")
-	h.Subscription = r.str(false, "subscription")
+	h.Subscription = r.optName("subscription")
 	h.SubVersion = r.i64(true, 0, "subVersion")
 	h.ExpressionType = r.str(false, "expressionType")
 	h.MaxMsgBytes = r.optI32("maxMsgBytes")
-	h.BrokerName = r.str(false, "bname")
+	h.BrokerName = r.optName("bname")
 	return r.err
 }
 

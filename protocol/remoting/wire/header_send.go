@@ -36,20 +36,24 @@ func (h *SendMessageRequestHeader) DecodeFields(ext map[string]string) error {
 
 func (h *SendMessageRequestHeader) decode(r *fieldReader) error {
 	r.header = "SendMessageRequestHeader"
-	h.ProducerGroup = r.nonEmpty("producerGroup", "a")
-	h.Topic = r.nonEmpty("topic", "b")
+	h.ProducerGroup = r.name("producerGroup", "a")
+	h.Topic = r.name("topic", "b")
 	h.DefaultTopic = r.str(true, "defaultTopic", "c")
 	h.DefaultTopicQueueNums = r.i32(true, 0, "defaultTopicQueueNums", "d")
 	h.QueueID = r.i32(true, 0, "queueId", "e")
 	h.SysFlag = r.i32(true, 0, "sysFlag", "f")
 	h.BornTimestamp = r.i64(true, 0, "bornTimestamp", "g")
 	h.Flag = r.i32(true, 0, "flag", "h")
-	h.Properties = r.str(false, "properties", "i")
+	if r.appendProps {
+		r.props = r.appendStr(r.props, "properties", "i")
+	} else {
+		h.Properties = r.str(false, "properties", "i")
+	}
 	h.ReconsumeTimes = r.i32(false, 0, "reconsumeTimes", "j")
 	h.UnitMode = r.boolean(false, false, "unitMode", "k")
 	h.MaxReconsumeTimes = r.optI32("maxReconsumeTimes", "l")
 	h.Batch = r.boolean(false, false, "batch", "m")
-	h.BrokerName = r.str(false, "bname", "n")
+	h.BrokerName = r.optName("bname", "n")
 	return r.err
 }
 

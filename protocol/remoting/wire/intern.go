@@ -1,6 +1,10 @@
 package wire
 
-import "strconv"
+import (
+	"hash/maphash"
+	"strconv"
+	"sync/atomic"
+)
 
 // internTable holds strings that appear in nearly every header, so that
 // decoding them does not allocate. Lookups with a []byte converted in
@@ -50,6 +54,31 @@ func intern(b []byte) string {
 		return s
 	}
 	return string(b)
+}
+
+// nameCache holds names decoded lately (topics, groups, brokers,
+// subscriptions), so that decoding the same name again does not allocate:
+// a connection sends the same few names in every request. Each slot keeps
+// the last name that hashed to it; the table's size bounds its memory.
+var nameCache [1024]atomic.Pointer[string]
+
+var nameSeed = maphash.MakeSeed()
+
+// maxCachedName is the length of the longest name nameCache keeps.
+const maxCachedName = 128
+
+// internName returns b as a string, from nameCache when it holds it.
+func internName(b []byte) string {
+	if len(b) == 0 || len(b) > maxCachedName {
+		return string(b)
+	}
+	slot := &nameCache[maphash.Bytes(nameSeed, b)%uint64(len(nameCache))]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
+	return s
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

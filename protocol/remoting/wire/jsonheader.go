@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -15,6 +17,10 @@ type jsonScanner struct {
 	data   []byte
 	pos    int
 	strict bool
+	// scratch, when set, holds the strings unescape decodes, instead of a
+	// new buffer for each: the caller keeps it for reuse once it is done
+	// with what the scanner returned.
+	scratch *[]byte
 }
 
 func (s *jsonScanner) fail(format string, args ...any) error {
@@ -355,8 +361,26 @@ var plainByte = func() (t [256]bool) {
 }()
 
 // skipPlain returns the position of the first byte of d at or after i
-// that is not a plain byte, or len(d).
+// that is not a plain byte, or len(d). It looks at eight bytes at a time.
 func skipPlain(d []byte, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for i+8 <= len(d) {
+		x := binary.LittleEndian.Uint64(d[i:])
+		q := x ^ (ones * '"')
+		b := x ^ (ones * '\\')
+		// The high bit of a byte of m is set when the byte is a control
+		// character, not ASCII, a quote or a backslash. Borrows make the
+		// subtractions flag bytes after such a byte too, never before, so
+		// the lowest flagged byte is the first that is not plain.
+		m := ((x-ones*0x20)&^x | x | (q-ones)&^q | (b-ones)&^b) & highs
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
 	for i < len(d) && plainByte[d[i]] {
 		i++
 	}
@@ -514,12 +538,18 @@ func (s *jsonScanner) unescape(start int) ([]byte, error) {
 			break
 		}
 	}
-	out := make([]byte, 0, n)
+	var out []byte
+	if s.scratch != nil && cap(*s.scratch)-len(*s.scratch) >= n {
+		out = (*s.scratch)[len(*s.scratch):]
+	} else {
+		out = make([]byte, 0, n)
+	}
 	for i := start; i < len(d); {
 		b := d[i]
 		switch {
 		case b == '"':
 			s.pos = i + 1
+			s.keep(out)
 			return out, nil
 		case b == '\\':
 			if i+1 >= len(d) {
@@ -587,6 +617,18 @@ func (s *jsonScanner) unescape(start int) ([]byte, error) {
 	}
 	s.pos = len(d)
 	return nil, s.fail("unterminated string")
+}
+
+// keep records that out, which unescape returns, uses the scratch
+// buffer's memory up to its end.
+func (s *jsonScanner) keep(out []byte) {
+	if s.scratch == nil {
+		return
+	}
+	sc := *s.scratch
+	if len(out) > 0 && cap(sc) > len(sc) && &sc[:len(sc)+1][len(sc)] == &out[0] {
+		*s.scratch = sc[:len(sc)+len(out)]
+	}
 }
 
 func hex4(d []byte, at int) (rune, bool) {
