@@ -12,6 +12,7 @@ import (
 
 	"github.com/karmanmq/karman/bench"
 	"github.com/karmanmq/karman/bench/latency"
+	"github.com/karmanmq/karman/protocol/remoting/peer"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
@@ -172,12 +173,13 @@ func (s *sender) run(ctx context.Context, p *producer, cs *conns) (acked, retrie
 			if err != nil {
 				return acked, retries, err
 			}
-			code := resp.ResponseCode()
+			code, remark := resp.ResponseCode(), resp.Remark
+			c.Recycle(resp)
 			if code == wire.Success {
 				break
 			}
 			if !retriable(code) {
-				return acked, retries, fmt.Errorf("remoting: send to %s/%d: %s %s", q.Broker, q.ID, code, resp.Remark)
+				return acked, retries, fmt.Errorf("remoting: send to %s/%d: %s %s", q.Broker, q.ID, code, remark)
 			}
 			retries++
 			select {
@@ -200,6 +202,7 @@ func (s *sender) run(ctx context.Context, p *producer, cs *conns) (acked, retrie
 // goroutine and hands the send back to the producer.
 type asyncSend struct {
 	p    *producer
+	c    *peer.Peer // the connection it went out on
 	q    Queue
 	t0   time.Time
 	back chan<- *asyncSend
@@ -225,6 +228,7 @@ func (a *asyncSend) done(resp *wire.Command, err error) {
 		default:
 			a.err = fmt.Errorf("remoting: send to %s/%d: %s %s", a.q.Broker, a.q.ID, code, resp.Remark)
 		}
+		a.c.Recycle(resp)
 	}
 	a.back <- a // never blocks: the channel has room for every send
 }
@@ -268,7 +272,8 @@ func (s *sender) runAsync(ctx context.Context, p *producer, cs *conns, inflight 
 		a.used = true
 		a.t0 = time.Now()
 		a.q = s.prepare(a.t0)
-		if err := cs.get(a.q.Addr, p.index).InvokeAsync(ctx, &s.cmd, a.done); err != nil {
+		a.c = cs.get(a.q.Addr, p.index)
+		if err := a.c.InvokeAsync(ctx, &s.cmd, a.done); err != nil {
 			return acked, retries, err
 		}
 	}
