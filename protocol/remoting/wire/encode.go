@@ -208,8 +208,13 @@ const hexDigits = "0123456789abcdef"
 // control characters are escaped; invalid UTF-8 becomes \ufffd.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	i := skipPlain(s, 0)
+	if i == len(s) {
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		b := s[i]
 		if b < utf8.RuneSelf {
 			if b >= 0x20 && b != '"' && b != '\\' {

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"strconv"
 	"unicode/utf16"
@@ -362,13 +361,13 @@ var plainByte = func() (t [256]bool) {
 
 // skipPlain returns the position of the first byte of d at or after i
 // that is not a plain byte, or len(d). It looks at eight bytes at a time.
-func skipPlain(d []byte, i int) int {
+func skipPlain[T string | []byte](d T, i int) int {
 	const (
 		ones  = 0x0101010101010101
 		highs = 0x8080808080808080
 	)
 	for i+8 <= len(d) {
-		x := binary.LittleEndian.Uint64(d[i:])
+		x := load64(d, i)
 		q := x ^ (ones * '"')
 		b := x ^ (ones * '\\')
 		// The high bit of a byte of m is set when the byte is a control
@@ -385,6 +384,13 @@ func skipPlain(d []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// load64 reads the eight bytes of d at i, little-endian.
+func load64[T string | []byte](d T, i int) uint64 {
+	d = d[i : i+8]
+	return uint64(d[0]) | uint64(d[1])<<8 | uint64(d[2])<<16 | uint64(d[3])<<24 |
+		uint64(d[4])<<32 | uint64(d[5])<<40 | uint64(d[6])<<48 | uint64(d[7])<<56
 }
 
 // skipString checks the JSON string at s.pos as readString would, without
