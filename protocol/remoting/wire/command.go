@@ -143,6 +143,9 @@ type Command struct {
 	// DecodeOptions.DeferExtFields, until LoadExtFields decodes it.
 	ext       []byte
 	extStrict bool
+	// pairs holds the entries of ext, gathered when the header was
+	// decoded, until the first reading of them takes them.
+	pairs *pairBuffer
 	// frame is the buffer a Reader decoded the command from.
 	frame []byte
 	// hdr holds the fields SetHeader gave, until LoadExtFields puts them

@@ -38,6 +38,7 @@ func (c *Command) AppendHeadTo(dst []byte, typ SerializeType) ([]byte, error) {
 		// written straight from the typed header (binary headers, or
 		// entries added to ExtFields since), go through a copy of the map.
 		cc := *c
+		cc.pairs = nil // c's, not the copy's to use up
 		cc.ExtFields = maps.Clone(c.ExtFields)
 		cc.LoadExtFields()
 		return cc.AppendHeadTo(dst, typ)
@@ -76,6 +77,7 @@ func (c *Command) AppendHeadTo(dst []byte, typ SerializeType) ([]byte, error) {
 func (c *Command) EncodedLen(typ SerializeType) int {
 	if c.hdr != nil || c.ext != nil {
 		cc := *c
+		cc.pairs = nil // c's, not the copy's to use up
 		cc.ExtFields = maps.Clone(c.ExtFields)
 		cc.LoadExtFields()
 		return cc.EncodedLen(typ)

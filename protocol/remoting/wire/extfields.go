@@ -18,10 +18,24 @@ func (c *Command) LoadExtFields() {
 	if c.ext == nil {
 		return
 	}
+	if buf := c.takePairs(); buf != nil {
+		c.ext = nil
+		c.putExtPairs(buf.pairs[:buf.n])
+		buf.release()
+		return
+	}
 	s := jsonScanner{data: c.ext, strict: c.extStrict}
 	c.ext = nil
 	// The object was checked when the header was decoded.
 	_ = s.readExtFields(c)
+}
+
+// takePairs returns the entries gathered when the header was decoded, if
+// they are still there, and leaves their buffer to the caller.
+func (c *Command) takePairs() *pairBuffer {
+	buf := c.pairs
+	c.pairs = nil
+	return buf
 }
 
 // jsonFieldsAppender is implemented by the headers whose fields SetHeader
@@ -69,27 +83,63 @@ func (c *Command) DecodeHeader(h Header) error {
 	return h.DecodeFields(c.ExtFields)
 }
 
-// pairBuffer is what decodeInPlace gathers entries in: the entries, and
+// pairBuffer holds the entries of an extFields object: the entries, and
 // the strings among them that needed unescaping.
 type pairBuffer struct {
 	pairs   [maxExtFields]extPair
+	n       int // entries in pairs
 	scratch []byte
 }
 
-// pairBuffers recycles pairBuffers (the compiler cannot keep them on the
-// stack).
+// pairBuffers recycles pairBuffers.
 var pairBuffers = sync.Pool{New: func() any { return &pairBuffer{scratch: make([]byte, 0, 512)} }}
 
 // maxScratch bounds the scratch memory a pairBuffer keeps for reuse.
 const maxScratch = 16 << 10
 
+// release hands buf back to pairBuffers. Nothing may use its entries
+// afterwards.
+func (buf *pairBuffer) release() {
+	clear(buf.pairs[:]) // drop the references to the frame
+	buf.n = 0
+	if cap(buf.scratch) > maxScratch {
+		buf.scratch = make([]byte, 0, 512)
+	}
+	buf.scratch = buf.scratch[:0]
+	pairBuffers.Put(buf)
+}
+
+// gatherExtFields checks the extFields object at s.pos, as
+// scanExtFields does, and keeps its entries in c.pairs when they fit.
+func (s *jsonScanner) gatherExtFields(c *Command) error {
+	buf := pairBuffers.Get().(*pairBuffer)
+	s.scratch = &buf.scratch
+	pairs, err := s.scanExtFields(buf.pairs[:0], true)
+	s.scratch = nil
+	if err != nil || len(pairs) > maxExtFields {
+		// More entries than the buffer holds: they are read again
+		// from the text when needed.
+		buf.release()
+		return err
+	}
+	buf.n = len(pairs)
+	c.pairs = buf
+	return nil
+}
+
 // decodeInPlace reads h from the entries of the deferred extFields. With
 // appendProps set, a send request header's properties are appended to
 // props, which it returns, instead of being set as a string.
 func (c *Command) decodeInPlace(h Header, props []byte, appendProps bool) ([]byte, error) {
-	buf := pairBuffers.Get().(*pairBuffer)
-	s := jsonScanner{data: c.ext, strict: c.extStrict, scratch: &buf.scratch}
-	pairs, _ := s.scanExtFields(buf.pairs[:0], true) // checked when the header was decoded
+	buf := c.takePairs()
+	var pairs []extPair
+	if buf != nil {
+		pairs = buf.pairs[:buf.n]
+	} else {
+		buf = pairBuffers.Get().(*pairBuffer)
+		s := jsonScanner{data: c.ext, strict: c.extStrict, scratch: &buf.scratch}
+		pairs, _ = s.scanExtFields(buf.pairs[:0], true) // checked when the header was decoded
+	}
 	r := fieldReader{pairs: pairs, fromPairs: true, props: props, appendProps: appendProps}
 	var err error
 	switch h := h.(type) {
@@ -106,12 +156,7 @@ func (c *Command) decodeInPlace(h Header, props []byte, appendProps bool) ([]byt
 	default:
 		panic("wire: no in-place decoder for " + reflect.TypeOf(h).String())
 	}
-	clear(buf.pairs[:min(len(pairs), maxExtFields)]) // drop the references to the frame
-	if cap(buf.scratch) > maxScratch {
-		buf.scratch = make([]byte, 0, 512)
-	}
-	buf.scratch = buf.scratch[:0]
-	pairBuffers.Put(buf)
+	buf.release()
 	return r.props, err
 }
 

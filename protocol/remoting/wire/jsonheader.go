@@ -248,7 +248,7 @@ func (s *jsonScanner) deferExtFields(c *Command) error {
 	if s.peek() == 'n' {
 		return s.literal("null")
 	}
-	if _, err := s.scanExtFields(nil, false); err != nil {
+	if err := s.gatherExtFields(c); err != nil {
 		return err
 	}
 	c.ext = s.data[start:s.pos:s.pos]

@@ -97,6 +97,9 @@ func (r *Reader) Recycle(c *Command) {
 		p = new([]byte)
 	}
 	*p = c.frame[:0]
+	if buf := c.takePairs(); buf != nil {
+		buf.release()
+	}
 	c.frame, c.Body, c.ext = nil, nil, nil
 	r.spare.Store(p)
 }
