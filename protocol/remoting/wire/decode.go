@@ -25,8 +25,8 @@ type DecodeOptions struct {
 	// DeferExtFields checks the extFields of JSON headers but leaves them
 	// undecoded: ExtFields stays nil until Command.LoadExtFields, and
 	// Command.DecodeHeader reads the headers of sends and pulls straight
-	// from the JSON text, without building the map. Binary headers are
-	// decoded at once.
+	// from the entries gathered while checking, without building the map
+	// or scanning the text again. Binary headers are decoded at once.
 	DeferExtFields bool
 }
 
