@@ -16,7 +16,8 @@
 //
 // Handlers can reach the client through the Conn they are given (for
 // server-initiated requests such as CHECK_TRANSACTION_STATE). A connection
-// that sends nothing for Options.IdleTimeout is closed.
+// that sends nothing for Options.IdleTimeout is closed (within an eighth
+// of it more).
 //
 // A Server is safe for concurrent use. Handlers run concurrently, also for
 // requests of one connection, except that inline requests of one
