@@ -106,7 +106,7 @@ func (e *Engine) SeekOffset(group, topic string, queueID int32, offset int64) er
 	if err := e.savePops([]*popQueue{pq}, true); err != nil {
 		return err
 	}
-	e.wakePops(topic)
+	e.wakeGroupPops(topic, group)
 	return nil
 }
 

@@ -230,18 +230,28 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, err
 		defer tm.Stop()
 		deadline = tm.C
 	}
+	if opts.Wait <= 0 {
+		out, _, err := e.popOnce(ctx, t, g, &opts)
+		return out, err
+	}
 	// One timer for the earliest in-flight deadline, set again on every
 	// round: a long poll woken many times keeps no timer per wake-up.
 	var expiryTimer *time.Timer
+	w := newPopWaiter()
+	full := false
 	defer func() {
 		if expiryTimer != nil {
 			expiryTimer.Stop()
 		}
+		t.pops.leave(opts.Group, w, full)
 	}()
 	for {
-		arrived := t.arrivals.Wait()
+		// Listed before looking, so that nothing arriving meanwhile is
+		// missed: it wakes this pop or an older one.
+		t.pops.add(opts.Group, w)
 		out, next, err := e.popOnce(ctx, t, g, &opts)
-		if err != nil || len(out) > 0 || opts.Wait <= 0 {
+		if err != nil || len(out) > 0 {
+			full = len(out) == opts.Max
 			return out, err
 		}
 		var expiry <-chan time.Time
@@ -258,7 +268,7 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, err
 			e.popWaiting()
 		}
 		select {
-		case <-arrived:
+		case <-w.wake:
 		case <-expiry:
 		case <-deadline:
 			return nil, nil
@@ -554,7 +564,7 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 	pq.markDirty()
 	pq.mu.Unlock()
 	if wake {
-		e.wakePops(h.Topic)
+		e.wakePop(h.Topic, group)
 	}
 	return nil
 }
@@ -613,18 +623,26 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 		}
 		pq.mu.Unlock()
 		if acked && wake {
-			e.wakePops(hs[0].h.Topic)
+			e.wakePop(hs[0].h.Topic, group)
 		}
 		hs = hs[run:]
 	}
 	return errs
 }
 
-// wakePops wakes pops waiting on topic: a message became visible or a FIFO
-// message group was unblocked.
-func (e *Engine) wakePops(topic string) {
+// wakePop wakes a pop of group waiting on topic: a message became
+// visible or a FIFO message group was unblocked.
+func (e *Engine) wakePop(topic, group string) {
 	if v, ok := e.topics.Load(topic); ok {
-		v.(*topicState).arrivals.Broadcast()
+		v.(*topicState).pops.wakeOne(group)
+	}
+}
+
+// wakeGroupPops wakes every pop of group waiting on topic: the group's
+// position moved.
+func (e *Engine) wakeGroupPops(topic, group string) {
+	if v, ok := e.topics.Load(topic); ok {
+		v.(*topicState).pops.wakeAll(group)
 	}
 }
 
@@ -661,8 +679,8 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 	h.Nonce, h.Deadline = f.Nonce, f.Deadline
 	if earlier {
 		// Pops waiting for messages sleep until the earliest deadline they
-		// saw: wake them to see this one.
-		e.wakePops(h.Topic)
+		// saw: wake one to see this one.
+		e.wakePop(h.Topic, group)
 	}
 	return e.handles.Encode(h, group), nil
 }
@@ -690,7 +708,7 @@ func (e *Engine) DeadLetter(ctx context.Context, group, handle string) error {
 	}
 	pq.st.Finish(h.Offset)
 	pq.markDirty()
-	e.wakePops(h.Topic)
+	e.wakePop(h.Topic, group)
 	return nil
 }
 

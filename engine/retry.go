@@ -168,7 +168,7 @@ func (e *Engine) ResetOffset(ctx context.Context, group, topic string, ts int64)
 		return nil, err
 	}
 	e.publish(Event{Kind: EventOffsetReset, Group: group, Topic: topic, Offsets: out})
-	t.arrivals.Broadcast()
+	t.pops.wakeAll(group)
 	return out, nil
 }
 

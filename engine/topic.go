@@ -28,7 +28,7 @@ type topicState struct {
 	queues atomic.Pointer[[]*queueState]
 	next   atomic.Uint32 // round-robin queue choice
 
-	arrivals notifier // broadcast when any queue of the topic grows
+	pops popWaiters // pops waiting for something to pop
 
 	msgsIn, bytesIn, msgsOut, bytesOut atomic.Int64
 }
@@ -49,8 +49,8 @@ type queueState struct {
 	min    atomic.Int64
 	minGen atomic.Int64
 
-	arrivals      notifier  // broadcast when end advances
-	topicArrivals *notifier // the topic's, broadcast too (nil for light queues)
+	arrivals  notifier    // broadcast when end advances
+	topicPops *popWaiters // woken too (nil for light queues)
 }
 
 // advance publishes newEnd as the queue's dispatched end and wakes waiters.
@@ -60,8 +60,8 @@ func (q *queueState) advance(newEnd int64) {
 	}
 	q.end.Store(newEnd)
 	q.arrivals.Broadcast()
-	if q.topicArrivals != nil {
-		q.topicArrivals.Broadcast()
+	if q.topicPops != nil {
+		q.topicPops.wakeEach()
 	}
 }
 
@@ -125,7 +125,7 @@ func (e *Engine) queueStates(t *topicState, topic string, have []*queueState, n 
 		if err != nil {
 			return nil, err
 		}
-		q.topicArrivals = &t.arrivals
+		q.topicPops = &t.pops
 		out[i] = q
 	}
 	return out, nil

@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// popWaiters holds the pops of one topic that wait for something to pop,
+// per consumer group, oldest first. Something that one pop can take (a
+// message arriving, an acknowledgement that unblocks one) wakes the
+// oldest waiter of each group concerned, not all of them, as RocketMQ's
+// broker does: with many consumers long-polling a quiet topic, every
+// message used to wake every one of them to find it taken.
+//
+// A woken pop that leaves without having popped since the wake-up
+// (its wait ran out, its caller gave up) passes it on to the next waiter,
+// and so does one that took as many messages as it asked for, since more
+// may be waiting.
+type popWaiters struct {
+	n      atomic.Int32 // waiters listed, to skip the lock when none
+	mu     sync.Mutex
+	groups map[string][]*popWaiter
+}
+
+// popWaiter is one waiting pop.
+type popWaiter struct {
+	wake   chan struct{} // holds at most one wake-up
+	listed bool          // guarded by popWaiters.mu
+}
+
+func newPopWaiter() *popWaiter { return &popWaiter{wake: make(chan struct{}, 1)} }
+
+// add lists w at the back of group's waiters, unless it is listed.
+func (ws *popWaiters) add(group string, w *popWaiter) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w.listed {
+		return
+	}
+	if ws.groups == nil {
+		ws.groups = make(map[string][]*popWaiter)
+	}
+	ws.groups[group] = append(ws.groups[group], w)
+	w.listed = true
+	ws.n.Add(1)
+}
+
+// leave unlists w as its pop returns. When a wake-up came for w that its
+// pop did not use, or more may be waiting (full), the next waiter of the
+// group gets one.
+func (ws *popWaiters) leave(group string, w *popWaiter, full bool) {
+	ws.mu.Lock()
+	wasListed := w.listed
+	if wasListed {
+		ws.unlist(group, w)
+	}
+	ws.mu.Unlock()
+	unused := false
+	if !wasListed {
+		select {
+		case <-w.wake:
+			unused = true
+		default:
+		}
+	}
+	if unused || full {
+		ws.wakeOne(group)
+	}
+}
+
+// unlist removes w from group's waiters; ws.mu is held.
+func (ws *popWaiters) unlist(group string, w *popWaiter) {
+	list := ws.groups[group]
+	for i, x := range list {
+		if x == w {
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = nil
+			list = list[:len(list)-1]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(ws.groups, group)
+	} else {
+		ws.groups[group] = list
+	}
+	w.listed = false
+	ws.n.Add(-1)
+}
+
+// wakeOne wakes the oldest waiter of group, if any.
+func (ws *popWaiters) wakeOne(group string) {
+	if ws.n.Load() == 0 {
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if list := ws.groups[group]; len(list) > 0 {
+		ws.signal(group, list[0])
+	}
+}
+
+// wakeEach wakes the oldest waiter of every group.
+func (ws *popWaiters) wakeEach() {
+	if ws.n.Load() == 0 {
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for group, list := range ws.groups {
+		ws.signal(group, list[0])
+	}
+}
+
+// wakeAll wakes every waiter of group: what they wait for changed for
+// all of them (the group's position moved).
+func (ws *popWaiters) wakeAll(group string) {
+	if ws.n.Load() == 0 {
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for len(ws.groups[group]) > 0 {
+		ws.signal(group, ws.groups[group][0])
+	}
+}
+
+// signal unlists w and hands it a wake-up; ws.mu is held.
+func (ws *popWaiters) signal(group string, w *popWaiter) {
+	ws.unlist(group, w)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
