@@ -141,6 +141,12 @@ func (d *dispatcher) wipe() error {
 	return nil
 }
 
+// quietGap is how long the log must have had no dispatch (at least, and
+// no shorter than DispatchDelay) for an append to be indexed at once,
+// without waiting for others: at low rates there are no others to wait
+// for, and consumers would only see the message later.
+const quietGap = time.Millisecond
+
 func (d *dispatcher) run() {
 	defer d.e.wg.Done()
 	var gather *time.Timer
@@ -148,6 +154,8 @@ func (d *dispatcher) run() {
 		gather = time.NewTimer(delay)
 		gather.Stop()
 	}
+	var lastDone time.Time // when the last dispatch ended
+	quiet := max(quietGap, d.e.opts.DispatchDelay)
 	for {
 		select {
 		case <-d.e.closing:
@@ -157,7 +165,7 @@ func (d *dispatcher) run() {
 			return
 		case <-d.wake:
 		}
-		if gather != nil {
+		if gather != nil && time.Since(lastDone) < quiet {
 			// Let the appends of the next moments join this batch: the
 			// index then sets their entries together, at a fraction of
 			// the cost of one batch per record.
@@ -176,6 +184,7 @@ func (d *dispatcher) run() {
 			d.fail(err)
 			return
 		}
+		lastDone = time.Now()
 	}
 }
 

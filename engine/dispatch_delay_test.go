@@ -7,14 +7,23 @@ import (
 	"time"
 )
 
-// The dispatcher waits DispatchDelay after an append before indexing; a
-// close cuts the wait short and indexes what was appended.
+// An append after a quiet spell is indexed at once; one that follows a
+// dispatch closely waits DispatchDelay for others. A close cuts the wait
+// short and indexes what was appended.
 func TestDispatchDelay(t *testing.T) {
 	dir := t.TempDir()
 	e := openTest(t, dir, &Options{DispatchDelay: time.Hour})
 	mustTopic(t, e, "T", 1)
 	ctx := context.Background()
 	if _, err := e.Send(ctx, newMsg("T", "a")); err != nil {
+		t.Fatal(err)
+	}
+	quiet, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := e.WaitDispatched(quiet); err != nil {
+		t.Fatalf("the first append after a quiet spell was not indexed at once: %v", err)
+	}
+	if _, err := e.Send(ctx, newMsg("T", "b")); err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -31,13 +40,13 @@ func TestDispatchDelay(t *testing.T) {
 	}
 	e = openTest(t, dir, &Options{DispatchDelay: -1})
 	defer e.Close()
-	if got := pullAll(t, e, "T", 0, 0, nil); len(got) != 1 || string(got[0].Body) != "a" {
+	if got := pullAll(t, e, "T", 0, 0, nil); len(got) != 2 || string(got[1].Body) != "b" {
 		t.Fatalf("after reopening: %v", got)
 	}
-	if _, err := e.Send(ctx, newMsg("T", "b")); err != nil {
+	if _, err := e.Send(ctx, newMsg("T", "c")); err != nil {
 		t.Fatal(err)
 	}
-	if got := pullAll(t, e, "T", 0, 0, nil); len(got) != 2 {
+	if got := pullAll(t, e, "T", 0, 0, nil); len(got) != 3 {
 		t.Fatalf("without a delay: %d messages", len(got))
 	}
 }

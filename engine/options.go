@@ -79,7 +79,9 @@ type Options struct {
 	// DispatchDelay is how long the dispatcher, woken by an append, waits
 	// for more before it indexes what was appended: consumers see a
 	// message up to this much later, and the index takes the records of
-	// that time in one batch instead of one at a time. Default
+	// that time in one batch instead of one at a time. An append after a
+	// quiet spell (no dispatch for a millisecond, or for DispatchDelay if
+	// longer) is indexed at once. Default
 	// DefaultDispatchDelay; negative means no wait.
 	DispatchDelay time.Duration
 

@@ -184,3 +184,35 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkQuietSendToPop sends a message now and then (2 ms apart) to a
+// topic with one long-polling consumer and reports how long each takes
+// from the send to the consumer (latency-us).
+func BenchmarkQuietSendToPop(b *testing.B) {
+	e := benchEngine(b, &Options{AutoCreateGroups: true})
+	ctx := context.Background()
+	m := &message.Message{Topic: "B", Body: make([]byte, 1024)}
+	var total time.Duration
+	for b.Loop() {
+		got := make(chan error, 1)
+		go func() {
+			ms, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "B", Max: 32, Invisible: time.Minute, Wait: time.Minute})
+			for _, p := range ms {
+				if err == nil {
+					err = e.Ack(ctx, "G", p.Handle)
+				}
+			}
+			got <- err
+		}()
+		time.Sleep(2 * time.Millisecond) // a quiet log, and a waiting pop
+		start := time.Now()
+		if _, err := e.Send(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "latency-us")
+}
