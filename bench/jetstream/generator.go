@@ -119,18 +119,42 @@ func (g *Generator) freshStream(ctx context.Context, topic string) error {
 	if err := js.DeleteStream(ctx, g.o.Stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("jetstream: delete stream %s: %w", g.o.Stream, err)
 	}
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+	cfg := jetstream.StreamConfig{
 		Name:      g.o.Stream,
 		Subjects:  []string{subject(topic)},
 		Storage:   jetstream.FileStorage,
 		Retention: jetstream.LimitsPolicy,
 		Replicas:  1,
-	})
+	}
+	// The server may still be removing the files of the stream just
+	// deleted: creating it again then fails for a moment.
+	for tries := 1; ; tries++ {
+		_, err = js.CreateStream(ctx, cfg)
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != errStoreFailed || tries == createTries {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(createPause):
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("jetstream: create stream %s: %w", g.o.Stream, err)
 	}
 	return nil
 }
+
+// errStoreFailed is JetStream's "error creating store for stream".
+const errStoreFailed jetstream.ErrorCode = 10049
+
+// createTries and createPause bound the retries of a stream's creation
+// while the server removes the files of the one deleted before.
+const (
+	createTries = 100
+	createPause = 20 * time.Millisecond
+)
 
 // Produce implements bench.Generator.
 func (g *Generator) Produce(ctx context.Context, w bench.Workload) (bench.Measurement, error) {
