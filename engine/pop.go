@@ -234,17 +234,9 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, err
 		out, _, err := e.popOnce(ctx, t, g, &opts)
 		return out, err
 	}
-	// One timer for the earliest in-flight deadline, set again on every
-	// round: a long poll woken many times keeps no timer per wake-up.
-	var expiryTimer *time.Timer
 	w := newPopWaiter()
 	full := false
-	defer func() {
-		if expiryTimer != nil {
-			expiryTimer.Stop()
-		}
-		t.pops.leave(opts.Group, w, full)
-	}()
+	defer func() { t.pops.leave(opts.Group, w, full) }()
 	for {
 		// Listed before looking, so that nothing arriving meanwhile is
 		// missed: it wakes this pop or an older one.
@@ -254,22 +246,16 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, err
 			full = len(out) == opts.Max
 			return out, err
 		}
-		var expiry <-chan time.Time
 		if next > 0 {
-			d := time.Until(time.UnixMilli(next))
-			if expiryTimer == nil {
-				expiryTimer = time.NewTimer(d)
-			} else {
-				expiryTimer.Reset(d)
-			}
-			expiry = expiryTimer.C
+			// A message in flight becomes visible again then: the
+			// group's timer wakes one of its waiters.
+			t.pops.expireAt(opts.Group, next)
 		}
 		if e.popWaiting != nil {
 			e.popWaiting()
 		}
 		select {
 		case <-w.wake:
-		case <-expiry:
 		case <-deadline:
 			return nil, nil
 		case <-ctx.Done():

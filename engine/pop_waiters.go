@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // popWaiters holds the pops of one topic that wait for something to pop,
@@ -16,10 +17,22 @@ import (
 // (its wait ran out, its caller gave up) passes it on to the next waiter,
 // and so does one that took as many messages as it asked for, since more
 // may be waiting.
+//
+// A message whose invisible time ends becomes something to pop too: each
+// group keeps one timer, for the earliest such deadline its waiters saw,
+// which wakes one of them.
 type popWaiters struct {
 	n      atomic.Int32 // waiters listed, to skip the lock when none
 	mu     sync.Mutex
-	groups map[string][]*popWaiter
+	groups map[string]*groupWaiters
+}
+
+// groupWaiters are the waiting pops of one group, oldest first, and the
+// timer for the earliest in-flight deadline they saw.
+type groupWaiters struct {
+	list  []*popWaiter
+	due   int64 // ms since the epoch; 0 when the timer is not set
+	timer *time.Timer
 }
 
 // popWaiter is one waiting pop.
@@ -38,11 +51,46 @@ func (ws *popWaiters) add(group string, w *popWaiter) {
 		return
 	}
 	if ws.groups == nil {
-		ws.groups = make(map[string][]*popWaiter)
+		ws.groups = make(map[string]*groupWaiters)
 	}
-	ws.groups[group] = append(ws.groups[group], w)
+	g := ws.groups[group]
+	if g == nil {
+		g = &groupWaiters{}
+		ws.groups[group] = g
+	}
+	g.list = append(g.list, w)
 	w.listed = true
 	ws.n.Add(1)
+}
+
+// expireAt makes sure a waiter of group is woken at due (ms since the
+// epoch), when an in-flight message becomes visible again: the group's
+// timer is set to the earliest deadline its waiters report.
+func (ws *popWaiters) expireAt(group string, due int64) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	g := ws.groups[group]
+	if g == nil || (g.due != 0 && g.due <= due) {
+		return
+	}
+	g.due = due
+	d := time.Until(time.UnixMilli(due))
+	if g.timer == nil {
+		g.timer = time.AfterFunc(d, func() { ws.expired(group, g) })
+	} else {
+		g.timer.Reset(d)
+	}
+}
+
+// expired runs when the timer of g fires: it wakes g's oldest waiter,
+// which sets the timer again if it finds nothing visible yet.
+func (ws *popWaiters) expired(group string, g *groupWaiters) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	g.due = 0
+	if ws.groups[group] == g && len(g.list) > 0 {
+		ws.signal(group, g.list[0])
+	}
 }
 
 // leave unlists w as its pop returns. When a wake-up came for w that its
@@ -68,21 +116,24 @@ func (ws *popWaiters) leave(group string, w *popWaiter, full bool) {
 	}
 }
 
-// unlist removes w from group's waiters; ws.mu is held.
+// unlist removes w from group's waiters; ws.mu is held. A group left
+// without waiters is forgotten, with its timer.
 func (ws *popWaiters) unlist(group string, w *popWaiter) {
-	list := ws.groups[group]
+	g := ws.groups[group]
+	list := g.list
 	for i, x := range list {
 		if x == w {
 			copy(list[i:], list[i+1:])
 			list[len(list)-1] = nil
-			list = list[:len(list)-1]
+			g.list = list[:len(list)-1]
 			break
 		}
 	}
-	if len(list) == 0 {
+	if len(g.list) == 0 {
+		if g.timer != nil {
+			g.timer.Stop()
+		}
 		delete(ws.groups, group)
-	} else {
-		ws.groups[group] = list
 	}
 	w.listed = false
 	ws.n.Add(-1)
@@ -95,8 +146,8 @@ func (ws *popWaiters) wakeOne(group string) {
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if list := ws.groups[group]; len(list) > 0 {
-		ws.signal(group, list[0])
+	if g := ws.groups[group]; g != nil {
+		ws.signal(group, g.list[0])
 	}
 }
 
@@ -107,8 +158,8 @@ func (ws *popWaiters) wakeEach() {
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	for group, list := range ws.groups {
-		ws.signal(group, list[0])
+	for group, g := range ws.groups {
+		ws.signal(group, g.list[0])
 	}
 }
 
@@ -120,8 +171,8 @@ func (ws *popWaiters) wakeAll(group string) {
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	for len(ws.groups[group]) > 0 {
-		ws.signal(group, ws.groups[group][0])
+	for g := ws.groups[group]; g != nil; g = ws.groups[group] {
+		ws.signal(group, g.list[0])
 	}
 }
 

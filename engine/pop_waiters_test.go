@@ -134,6 +134,63 @@ func TestPopWakesOneWaiterPerGroup(t *testing.T) {
 	}
 }
 
+// A message whose invisible time ends is delivered again to one waiting
+// pop of its group, woken by the group's timer, not to all of them.
+func TestPopExpiryWakesOneWaiter(t *testing.T) {
+	e := popTestEngine(t, t.TempDir(), 2, meta.Group{})
+	defer e.Close()
+	sendN(t, e, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	held, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 32, Invisible: 300 * time.Millisecond})
+	if err != nil || len(held) != 1 {
+		t.Fatalf("pop: %d messages, %v", len(held), err)
+	}
+	const waiters = 10
+	var waits atomic.Int64
+	asleep := make(chan struct{}, 1024)
+	e.popWaiting = func() {
+		waits.Add(1)
+		asleep <- struct{}{}
+	}
+	type result struct {
+		ms  []PoppedMessage
+		err error
+	}
+	results := make(chan result, waiters)
+	var wg sync.WaitGroup
+	for range waiters {
+		wg.Go(func() {
+			ms, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 32, Invisible: time.Minute, Wait: time.Minute})
+			results <- result{ms, err}
+		})
+	}
+	for range waiters {
+		<-asleep
+	}
+	select {
+	case r := <-results:
+		if r.err != nil || len(r.ms) != 1 || r.ms[0].Attempt != 2 {
+			t.Fatalf("redelivery: %d messages, %v", len(r.ms), r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the message was not delivered again when its invisible time ended")
+	}
+	cancel()
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if len(r.ms) != 0 {
+			t.Fatalf("a second waiter got %d messages", len(r.ms))
+		}
+	}
+	// Each waiter slept once; a wake-up early by a millisecond's rounding
+	// adds one more. Woken all at the deadline, they would all sleep again.
+	if n := waits.Load(); n > waiters+2 {
+		t.Fatalf("pops went to sleep %d times for %d waiters", n, waiters)
+	}
+}
+
 // BenchmarkPopWaiters sends messages one at a time to a topic on which
 // 500 consumers of one group long-poll, each acknowledging what it gets
 // and polling again: what a message costs when many consumers wait. It
