@@ -100,7 +100,7 @@ const maxScratch = 16 << 10
 // release hands buf back to pairBuffers. Nothing may use its entries
 // afterwards.
 func (buf *pairBuffer) release() {
-	clear(buf.pairs[:]) // drop the references to the frame
+	clear(buf.pairs[:buf.n]) // drop the references to the frame
 	buf.n = 0
 	if cap(buf.scratch) > maxScratch {
 		buf.scratch = make([]byte, 0, 512)
@@ -116,13 +116,13 @@ func (s *jsonScanner) gatherExtFields(c *Command) error {
 	s.scratch = &buf.scratch
 	pairs, err := s.scanExtFields(buf.pairs[:0], true)
 	s.scratch = nil
+	buf.n = min(len(pairs), maxExtFields)
 	if err != nil || len(pairs) > maxExtFields {
 		// More entries than the buffer holds: they are read again
 		// from the text when needed.
 		buf.release()
 		return err
 	}
-	buf.n = len(pairs)
 	c.pairs = buf
 	return nil
 }
@@ -139,6 +139,7 @@ func (c *Command) decodeInPlace(h Header, props []byte, appendProps bool) ([]byt
 		buf = pairBuffers.Get().(*pairBuffer)
 		s := jsonScanner{data: c.ext, strict: c.extStrict, scratch: &buf.scratch}
 		pairs, _ = s.scanExtFields(buf.pairs[:0], true) // checked when the header was decoded
+		buf.n = min(len(pairs), maxExtFields)
 	}
 	r := fieldReader{pairs: pairs, fromPairs: true, props: props, appendProps: appendProps}
 	var err error
