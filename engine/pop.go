@@ -624,6 +624,15 @@ func (e *Engine) wakePop(topic, group string) {
 	}
 }
 
+// expirePops makes a pop of group waiting on topic look again at
+// deadline (ms since the epoch), when a message in flight becomes
+// visible.
+func (e *Engine) expirePops(topic, group string, deadline int64) {
+	if v, ok := e.topics.Load(topic); ok {
+		v.(*topicState).pops.expireAt(group, deadline)
+	}
+}
+
 // wakeGroupPops wakes every pop of group waiting on topic: the group's
 // position moved.
 func (e *Engine) wakeGroupPops(topic, group string) {
@@ -664,9 +673,9 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 	pq.markDirty()
 	h.Nonce, h.Deadline = f.Nonce, f.Deadline
 	if earlier {
-		// Pops waiting for messages sleep until the earliest deadline they
-		// saw: wake one to see this one.
-		e.wakePop(h.Topic, group)
+		// The group's waiting pops sleep until the earliest deadline they
+		// saw: their timer moves to this one.
+		e.expirePops(h.Topic, group, deadline)
 	}
 	return e.handles.Encode(h, group), nil
 }
