@@ -103,6 +103,15 @@ func (d *dispatcher) notify() {
 func (d *dispatcher) recover() error {
 	log := d.e.log
 	from := log.MinOffset()
+	if legacy, err := d.e.keys.HasLegacyIDs(); err != nil {
+		return err
+	} else if legacy {
+		// Written before the id index named topics: rebuild it all.
+		d.e.opts.Logger.Warn("the index has an earlier layout; rebuilding it from the commit log", "log_min", from, "log_end", log.EndOffset())
+		if err := d.wipe(); err != nil {
+			return err
+		}
+	}
 	v, closer, err := d.e.idx.Get(checkpointKey)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
@@ -133,7 +142,7 @@ func (d *dispatcher) recover() error {
 
 // wipe deletes every derived index entry.
 func (d *dispatcher) wipe() error {
-	for _, p := range []byte{queue.Prefix, index.PrefixKey, index.PrefixID, timer.Prefix, txn.Prefix, checkpointKey[0]} {
+	for _, p := range []byte{queue.Prefix, index.PrefixKey, index.PrefixID, index.PrefixLegacyID, timer.Prefix, txn.Prefix, checkpointKey[0]} {
 		if err := d.e.idx.DeleteRange([]byte{p}, []byte{p + 1}, pebble.NoSync); err != nil {
 			return fmt.Errorf("engine: wipe index: %w", err)
 		}
@@ -460,7 +469,7 @@ func (d *dispatcher) flushHalves() error {
 			}
 		}
 		if !b.idLater {
-			if err := d.iw.AddID(&d.sorted, d.idBuf[b.id[0]:b.id[1]], off); err != nil {
+			if err := d.iw.AddID(&d.sorted, d.idBuf[b.id[0]:b.id[1]], halfTopic, off); err != nil {
 				return err
 			}
 		}
@@ -507,7 +516,7 @@ func (d *dispatcher) indexKeys(off int64, h *message.Header, p *recordProps, hal
 				d.halves[i].idLater = true
 			}
 		}
-		if err := d.iw.AddID(&d.sorted, p.uniq, off); err != nil {
+		if err := d.iw.AddID(&d.sorted, p.uniq, h.Topic, off); err != nil {
 			return err
 		}
 	}

@@ -46,6 +46,33 @@ func (e *Engine) MessageByID(id string) (*message.Message, error) {
 	return e.MessageAt(off)
 }
 
+// MessageByIDInTopic returns the last message stored in topic with
+// client message id id (a message retried or dead-lettered since is still
+// found in its own topic), or, when id is an offset message id, the
+// message it names if that is in topic.
+func (e *Engine) MessageByIDInTopic(id, topic string) (*message.Message, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	off, ok, err := e.keys.ByIDInTopic(id, topic)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if _, off, err = message.ParseOffsetID(id); err != nil {
+			return nil, fmt.Errorf("%w: id %s in topic %s", ErrMessageNotFound, id, topic)
+		}
+	}
+	m, err := e.MessageAt(off)
+	if err != nil {
+		return nil, err
+	}
+	if m.Topic != topic {
+		return nil, fmt.Errorf("%w: id %s in topic %s", ErrMessageNotFound, id, topic)
+	}
+	return m, nil
+}
+
 // MessagesByKey returns up to limit messages of topic whose KEYS include key
 // and that were stored within [begin, end] (ms since the epoch), oldest
 // first.

@@ -114,12 +114,9 @@ func (e *Engine) ResendDeadLetter(ctx context.Context, group, msgID string) (Sen
 	if err := e.WaitDispatched(ctx); err != nil {
 		return SendResult{}, err
 	}
-	m, err := e.MessageByID(msgID)
+	m, err := e.MessageByIDInTopic(msgID, message.DLQTopic(group))
 	if err != nil {
-		return SendResult{}, err
-	}
-	if m.Topic != message.DLQTopic(group) {
-		return SendResult{}, fmt.Errorf("%w: message %s is not a dead letter of group %s (it is in %s)", ErrMessageNotFound, msgID, group, m.Topic)
+		return SendResult{}, fmt.Errorf("%w: group %s has no dead letter %s", ErrMessageNotFound, group, msgID)
 	}
 	origin := m.Properties[message.PropertyDLQOriginTopic]
 	if origin == "" {

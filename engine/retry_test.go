@@ -55,8 +55,19 @@ func TestSendBackRetriesThenDeadLetters(t *testing.T) {
 	if back.UniqKey() != sent.MsgID || back.ReconsumeTimes != 0 || res.QueueOffset != 1 {
 		t.Fatalf("resent dead letter: %+v", back)
 	}
-	if _, err := e.ResendDeadLetter(ctx, "G", sent.MsgID); !errors.Is(err, ErrMessageNotFound) {
-		t.Fatalf("resending a message that is no longer a dead letter: %v", err)
+	// The dead letter stays where it is, and can be resent again (the
+	// copy resent last is the newest message with its id, in another
+	// topic); a message that never was a dead letter cannot.
+	res, err = e.ResendDeadLetter(ctx, "G", sent.MsgID)
+	if err != nil || res.QueueOffset != 2 {
+		t.Fatalf("resending the dead letter again: %+v, %v", res, err)
+	}
+	other, err := e.Send(ctx, newMsg("T", "never failed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ResendDeadLetter(ctx, "G", other.MsgID); !errors.Is(err, ErrMessageNotFound) {
+		t.Fatalf("resending a message that is not a dead letter: %v", err)
 	}
 }
 

@@ -122,8 +122,10 @@ func TestAddKeySkips(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.AddID(b, nil, 3); err != nil {
-		t.Fatal(err)
+	for _, id := range [][]byte{nil, {}, bytes.Repeat([]byte{'x'}, MaxIDLen+1)} {
+		if err := w.AddID(b, id, []byte("T"), 3); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if !b.Empty() {
 		t.Fatalf("batch holds %d bytes after adding only skipped keys and ids", b.Len())
@@ -136,19 +138,25 @@ func TestByID(t *testing.T) {
 	b := db.NewBatch()
 	var w Writer
 	ids := []struct {
-		id  string
-		off int64
+		id, topic string
+		off       int64
 	}{
-		{"7F0000010001", 10},
-		{"7F000001000", 20},   // a prefix of the first
-		{"7F00000100011", 30}, // the first is its prefix
-		{"with space", 40},
-		{"dup", 50},
-		{"dup", 60}, // later wins, as when the log is replayed
-		{"zero", 0},
+		{"7F0000010001", "T", 10},
+		{"7F000001000", "T", 20},   // a prefix of the first
+		{"7F00000100011", "T", 30}, // the first is its prefix
+		{"with space", "T", 40},
+		{"dup", "T", 50},
+		{"dup", "T", 60}, // later wins, as when the log is replayed
+		{"zero", "T", 0},
+		// One id in several topics: a retried message, then its dead letter.
+		{"moved", "orders", 70},
+		{"moved", "%RETRY%g", 80},
+		{"moved", "%DLQ%g", 90},
+		{"moved", "orders", 100}, // resent
+		{"moved", "ordersX", 65}, // a topic the other is a prefix of
 	}
 	for _, e := range ids {
-		if err := w.AddID(b, []byte(e.id), e.off); err != nil {
+		if err := w.AddID(b, []byte(e.id), []byte(e.topic), e.off); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,6 +178,7 @@ func TestByID(t *testing.T) {
 		{"with space", 40, true},
 		{"dup", 60, true},
 		{"zero", 0, true},
+		{"moved", 100, true}, // the last in any topic
 		{"7F00000100", 0, false},
 		{"", 0, false},
 		{"unknown", 0, false},
@@ -180,13 +189,65 @@ func TestByID(t *testing.T) {
 			t.Errorf("ByID(%q) = %d, %v, %v; want %d, %v, nil", tt.id, off, ok, err, tt.off, tt.ok)
 		}
 	}
+	inTopic := []struct {
+		id, topic string
+		off       int64
+		ok        bool
+	}{
+		{"moved", "orders", 100, true},
+		{"moved", "%RETRY%g", 80, true},
+		{"moved", "%DLQ%g", 90, true},
+		{"moved", "ordersX", 65, true},
+		{"moved", "order", 0, false},
+		{"moved", "", 0, false},
+		{"dup", "T", 60, true},
+		{"dup", "orders", 0, false},
+		{"7F000001000", "T", 20, true},
+		{"", "T", 0, false},
+	}
+	for _, tt := range inTopic {
+		off, ok, err := ix.ByIDInTopic(tt.id, tt.topic)
+		if err != nil || ok != tt.ok || off != tt.off {
+			t.Errorf("ByIDInTopic(%q, %q) = %d, %v, %v; want %d, %v, nil", tt.id, tt.topic, off, ok, err, tt.off, tt.ok)
+		}
+	}
 
 	// A damaged id entry is an error, not a wrong offset.
-	if err := db.Set([]byte{PrefixID, 'b', 'a', 'd'}, []byte{1, 2, 3}, pebble.NoSync); err != nil {
+	if err := db.Set(append(appendIDPrefix(nil, "bad"), 'T'), []byte{1, 2, 3}, pebble.NoSync); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := ix.ByID("bad"); err == nil || ok {
 		t.Fatalf("ByID on a damaged entry: ok=%v err=%v; want an error", ok, err)
+	}
+	if _, ok, err := ix.ByIDInTopic("bad", "T"); err == nil || ok {
+		t.Fatalf("ByIDInTopic on a damaged entry: ok=%v err=%v; want an error", ok, err)
+	}
+}
+
+// An index with entries of the earlier id layout says so, and one without
+// does not.
+func TestHasLegacyIDs(t *testing.T) {
+	db := kvtest.OpenDB(t)
+	ix := New(db)
+	var w Writer
+	b := db.NewBatch()
+	if err := w.AddID(b, []byte("id"), []byte("T"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddKey(b, []byte("T"), []byte("k"), 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if legacy, err := ix.HasLegacyIDs(); err != nil || legacy {
+		t.Fatalf("HasLegacyIDs = %v, %v on a new index", legacy, err)
+	}
+	if err := db.Set([]byte{PrefixLegacyID, 'i', 'd'}, make([]byte, 8), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if legacy, err := ix.HasLegacyIDs(); err != nil || !legacy {
+		t.Fatalf("HasLegacyIDs = %v, %v with a legacy entry", legacy, err)
 	}
 }
 
@@ -201,7 +262,7 @@ func TestDeleteTopic(t *testing.T) {
 	addKeys(t, db, entries...)
 	b := db.NewBatch()
 	var w Writer
-	if err := w.AddID(b, []byte("id-of-T"), 7); err != nil {
+	if err := w.AddID(b, []byte("id-of-T"), []byte("T"), 7); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
@@ -224,7 +285,7 @@ func TestDeleteTopic(t *testing.T) {
 			t.Errorf("after DeleteTopic(T): ByKey(%q, k) = %v, want %v", topic, got, want)
 		}
 	}
-	// The id index is not per topic and stays.
+	// The id index is keyed by id first and stays.
 	if off, ok, err := ix.ByID("id-of-T"); err != nil || !ok || off != 7 {
 		t.Fatalf("ByID after DeleteTopic = %d, %v, %v", off, ok, err)
 	}

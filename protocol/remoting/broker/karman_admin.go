@@ -44,8 +44,8 @@ func (b *Broker) resendDeadLetter(ctx context.Context, c *server.Conn, req *wire
 	if err := decodeHeader(req, &h); err != nil {
 		return errorResponse(req, err)
 	}
-	m, err := b.eng.MessageByID(h.MsgID)
-	if err != nil || m.Topic != message.DLQTopic(h.Group) {
+	m, err := b.eng.MessageByIDInTopic(h.MsgID, message.DLQTopic(h.Group))
+	if err != nil {
 		return wire.NewResponse(req, wire.QueryNotFound, "no dead letter "+h.MsgID+" of group "+h.Group)
 	}
 	res, err := b.eng.ResendDeadLetter(ctx, h.Group, h.MsgID)

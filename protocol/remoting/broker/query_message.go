@@ -34,8 +34,8 @@ func (b *Broker) queryMessage(ctx context.Context, c *server.Conn, req *wire.Com
 	b.waitIndexed(ctx)
 	var body []byte
 	if h.UniqueKeyQuery {
-		m, err := b.eng.MessageByID(h.Key)
-		if err == nil && m.Topic == h.Topic {
+		m, err := b.eng.MessageByIDInTopic(h.Key, h.Topic)
+		if err == nil {
 			if body, err = appendRecord(body, m); err != nil {
 				return errorResponse(req, err)
 			}
