@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -279,5 +280,23 @@ func TestPullCommitOffset(t *testing.T) {
 	wantCode(t, h.pull(p, ph), wire.Success)
 	if off, err := h.eng.ConsumerOffset("g", "TopicO", 0); err != nil || off != 2 {
 		t.Fatalf("committed offset %d, %v", off, err)
+	}
+}
+
+// The tools group reads queues even where consumer groups are not
+// created on first use, as on a Java broker; other unknown groups are
+// refused.
+func TestPullToolsGroupWithoutAutoCreate(t *testing.T) {
+	h := newHarnessWith(t, harnessOptions{
+		engine: engine.Options{AutoCreateTopics: true},
+		broker: Options{AutoCreateTopics: true},
+	})
+	p := h.dial(nil)
+	h.send(p, "T", 0, "hello")
+	wantCode(t, h.pull(p, pullHeader("stranger", "T", 0, 0)), wire.SubscriptionGroupNotExist)
+	resp := h.pull(p, pullHeader(ToolsGroup, "T", 0, 0))
+	wantCode(t, resp, wire.Success)
+	if ms := records(t, resp.Body); len(ms) != 1 || string(ms[0].Body) != "hello" {
+		t.Fatalf("the tools group pulled %d messages", len(ms))
 	}
 }
