@@ -210,3 +210,43 @@ func pickQueue(props map[string]string, n int32) int32 {
 	h.Write([]byte(key))
 	return int32(h.Sum32() % uint32(n))
 }
+
+// ResendFailure is a dead letter that could not be put back.
+type ResendFailure struct {
+	DeadLetterID string `json:"deadLetterId"`
+	Error        string `json:"error"`
+}
+
+// ResendReport is the outcome of putting back several dead letters.
+type ResendReport struct {
+	Group  string          `json:"group"`
+	Resent []*Resend       `json:"resent"`
+	Failed []ResendFailure `json:"failed"`
+}
+
+// ResendDeadLetters puts back each dead letter of group named in ids, one
+// after another, as ResendDeadLetter does, and calls done (when not nil)
+// after each. A dead letter that fails is reported in the result and the
+// others go on; only an invalid group or the end of ctx stops it early,
+// with the report so far and the error.
+func (c *Client) ResendDeadLetters(ctx context.Context, group string, ids []string, done func()) (*ResendReport, error) {
+	if err := message.ValidateGroup(group); err != nil {
+		return nil, invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
+	}
+	r := &ResendReport{Group: group, Resent: []*Resend{}, Failed: []ResendFailure{}}
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		res, err := c.ResendDeadLetter(ctx, group, id)
+		if err != nil {
+			r.Failed = append(r.Failed, ResendFailure{DeadLetterID: id, Error: err.Error()})
+		} else {
+			r.Resent = append(r.Resent, res)
+		}
+		if done != nil {
+			done()
+		}
+	}
+	return r, nil
+}

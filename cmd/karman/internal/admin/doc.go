@@ -29,8 +29,11 @@
 //	message get         33 VIEW_MESSAGE_BY_ID for offset message ids, else 12 QUERY_MESSAGE
 //	                    with _UNIQUE_KEY_QUERY=true
 //	message query       12 QUERY_MESSAGE per broker of the topic
+//	dlq list            105 for %DLQ%<group>, then per queue 29 SEARCH_OFFSET_BY_TIMESTAMP,
+//	                    30 GET_MAX_OFFSET and 11 PULL_MESSAGE as TOOLS_CONSUMER (nothing committed)
 //	dlq resend          30000 KARMAN_RESEND_DEAD_LETTER (see wire.ResendDeadLetterRequestHeader),
-//	                    falling back to reading the dead letter and sending it with 10 SEND_MESSAGE
+//	                    falling back to reading the dead letter and sending it with 10 SEND_MESSAGE;
+//	                    with --all, --begin or --end the dead letters dlq list finds, one by one
 //
 // Bodies keyed by message queue (consume stats, topic stats, reset
 // offsets) are read in all three forms brokers write them: Java's fastjson

@@ -47,6 +47,7 @@ status 1.`,
   karman admin group describe billing --json
   karman admin offset reset billing orders --to-time -1h
   karman admin message get 7F0000010000000000000000002A1F3C
+  karman admin dlq list billing --begin -24h
   karman admin dlq resend billing C0A800050E2A18B4AAC27C6F38E40001`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },

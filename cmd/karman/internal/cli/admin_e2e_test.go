@@ -235,6 +235,56 @@ func TestAdminEndToEnd(t *testing.T) {
 		t.Errorf("resending an unknown dead letter: %v", err)
 	}
 
+	// dlq list and resending several: two more dead letters; the one
+	// resent above stays in the dead-letter topic, as in RocketMQ.
+	for i := 1; i <= 2; i++ {
+		_, off, err := message.ParseOffsetID(offsetIDs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		invokeOK(t, p, wire.ConsumerSendMsgBack, &wire.ConsumerSendMsgBackRequestHeader{
+			Offset: off, Group: "billing", DelayLevel: -1, OriginMsgID: uniq[i], OriginTopic: "plain", BrokerName: brokerName,
+		}, nil)
+	}
+	dl := adminJSON[deadLetterList](t, ns, "dlq", "list", "billing")
+	if got := deadLetterIDs(dl); got != strings.Join(uniq[:3], ",") {
+		t.Errorf("dlq list billing = %s, want %s", got, strings.Join(uniq[:3], ","))
+	}
+	for _, d := range dl.DeadLetters {
+		if d.OriginTopic != "plain" || d.Topic != "%DLQ%billing" || d.BrokerName != brokerName {
+			t.Errorf("dead letter %s: from %q, in %s on %s", d.MsgID, d.OriginTopic, d.Topic, d.BrokerName)
+		}
+	}
+	if got := deadLetterIDs(adminJSON[deadLetterList](t, ns, "dlq", "list", "billing", "--max", "2")); got != strings.Join(uniq[:2], ",") {
+		t.Errorf("dlq list billing --max 2 = %s", got)
+	}
+	if got := adminJSON[deadLetterList](t, ns, "dlq", "list", "billing", "--end", strconvMillis(beforeSends)); len(got.DeadLetters) != 0 {
+		t.Errorf("dead letters stored before the sends: %s", deadLetterIDs(got))
+	}
+	if got := adminJSON[deadLetterList](t, ns, "dlq", "list", "nobody"); len(got.DeadLetters) != 0 {
+		t.Errorf("dead letters of a group without any: %s", deadLetterIDs(got))
+	}
+	resentAll := adminJSON[admin.ResendReport](t, ns, "dlq", "resend", "billing", "--all")
+	if len(resentAll.Resent) != 3 || len(resentAll.Failed) != 0 {
+		t.Errorf("dlq resend billing --all = %+v", resentAll)
+	}
+	two := adminJSON[admin.ResendReport](t, ns, "dlq", "resend", "billing", uniq[1], uniq[2])
+	if len(two.Resent) != 2 || two.Resent[0].MsgID != uniq[1] || two.Resent[1].MsgID != uniq[2] || two.Resent[1].Topic != "plain" {
+		t.Errorf("dlq resend billing %s %s = %+v", uniq[1], uniq[2], two)
+	}
+	if d := adminJSON[admin.TopicDescription](t, ns, "topic", "describe", "plain"); d.Messages != 9 {
+		t.Errorf("plain holds %d messages after the resends, want 9", d.Messages)
+	}
+	if err := adminFails(t, ns, "dlq", "resend", "billing", gen.Next(), uniq[1]); !strings.Contains(err, "1 of 2 dead letters of group billing could not be resent") {
+		t.Errorf("resending an unknown and a known dead letter: %v", err)
+	}
+	if err := adminFails(t, ns, "dlq", "resend", "billing"); !strings.Contains(err, "which dead letters?") {
+		t.Errorf("dlq resend without ids: %v", err)
+	}
+	if err := adminFails(t, ns, "dlq", "resend", "billing", uniq[1], "--all"); !strings.Contains(err, "not both") {
+		t.Errorf("dlq resend with ids and --all: %v", err)
+	}
+
 	// Errors people see.
 	if err := adminFails(t, ns, "topic", "describe", "missing"); !strings.Contains(err, "topic missing not found") {
 		t.Errorf("topic describe missing: %v", err)
@@ -317,3 +367,12 @@ func sumOffsets(r admin.OffsetReset) int64 {
 }
 
 func strconvMillis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// deadLetterIDs lists the client message ids of dlq list's answer.
+func deadLetterIDs(l deadLetterList) string {
+	ids := make([]string, len(l.DeadLetters))
+	for i, d := range l.DeadLetters {
+		ids[i] = d.MsgID
+	}
+	return strings.Join(ids, ",")
+}

@@ -134,28 +134,177 @@ func newAdminDLQCmd(f *adminFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "resend GROUP MSGID",
-		Short: "Put a dead letter back on the topic it came from",
-		Long: `Put a message of a consumer group's dead-letter topic (%DLQ%<group>) back
-on the topic it came from, as a new message with the same message id, keys
-and properties; the group's consumers get it again with a fresh count of
-attempts. MSGID is the dead letter's client message id or offset message id.
+	cmd.AddCommand(newDLQListCmd(f), newDLQResendCmd(f))
+	return cmd
+}
 
-Karman brokers do it themselves (request KARMAN_RESEND_DEAD_LETTER, 30000).
-With brokers that lack it, admin reads the dead letter and sends the copy
-itself (SEND_MESSAGE).`,
-		Example: `  karman admin dlq resend billing C0A800050E2A18B4AAC27C6F38E40001`,
-		Args:    cobra.ExactArgs(2),
+// deadLetterRange holds the flags that choose dead letters by the time
+// they were stored.
+type deadLetterRange struct {
+	begin, end string
+	max        int
+}
+
+func (r *deadLetterRange) addFlags(cmd *cobra.Command, what string) {
+	fs := sortedFlags(cmd.Flags())
+	fs.StringVar(&r.begin, "begin", "", "earliest time a dead letter was stored (default: the beginning)")
+	fs.StringVar(&r.end, "end", "", "latest time a dead letter was stored (default: now)")
+	fs.IntVar(&r.max, "max", admin.DefaultDeadLetterMax, "most dead letters to "+what)
+}
+
+// set reports whether --begin or --end was given.
+func (r *deadLetterRange) set() bool { return r.begin != "" || r.end != "" }
+
+func (r *deadLetterRange) query(group string) (admin.DeadLetterQuery, error) {
+	q := admin.DeadLetterQuery{Group: group, Max: r.max}
+	now := time.Now()
+	var err error
+	if r.begin != "" {
+		if q.Begin, err = admin.ParseTime(r.begin, now); err != nil {
+			return q, fmt.Errorf("--begin: %w", err)
+		}
+	}
+	if r.end != "" {
+		if q.End, err = admin.ParseTime(r.end, now); err != nil {
+			return q, fmt.Errorf("--end: %w", err)
+		}
+	}
+	if r.max < 1 {
+		return q, fmt.Errorf("--max %d: want at least 1", r.max)
+	}
+	return q, nil
+}
+
+// deadLetterList is the JSON document of dlq list.
+type deadLetterList struct {
+	Group       string             `json:"group"`
+	DeadLetters []admin.DeadLetter `json:"deadLetters"`
+}
+
+func newDLQListCmd(f *adminFlags) *cobra.Command {
+	var r deadLetterRange
+	cmd := &cobra.Command{
+		Use:   "list GROUP",
+		Short: "List a consumer group's dead letters",
+		Long: `List the messages of a consumer group's dead-letter topic (%DLQ%<group>),
+oldest first, with the topic each came from. They are read with
+PULL_MESSAGE as the tools group (TOOLS_CONSUMER); nothing is committed and
+the group's consumers are not disturbed.
+
+--begin and --end bound the time a message was dead-lettered and take the
+same forms as offset reset's --to-time: now, -1h, unix milliseconds or
+RFC 3339.`,
+		Example: `  karman admin dlq list billing
+  karman admin dlq list billing --begin -24h --json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := r.query(args[0])
+			if err != nil {
+				return err
+			}
 			return f.run(cmd, func(c *admin.Client) (any, error) {
-				return c.ResendDeadLetter(cmd.Context(), args[0], args[1])
+				dls, err := c.DeadLetters(cmd.Context(), q)
+				return &deadLetterList{Group: q.Group, DeadLetters: dls}, err
 			}, func(w io.Writer, v any) {
-				r := v.(*admin.Resend)
-				fmt.Fprintf(w, "resent dead letter %s of group %s to topic %s: broker %s, queue %d, offset %d, offsetMsgId %s\n",
-					r.DeadLetterID, r.Group, r.Topic, r.BrokerName, r.QueueID, r.QueueOffset, r.OffsetMsgID)
+				row(w, "MSGID", "FROM TOPIC", "DEAD-LETTERED", "ATTEMPTS", "TAGS", "KEYS", "SIZE", "OFFSET MSGID")
+				for _, d := range v.(*deadLetterList).DeadLetters {
+					row(w, d.MsgID, orDash(d.OriginTopic), formatMillis(d.StoreTimestamp), d.ReconsumeTimes, orDash(d.Tags),
+						orDash(strings.Join(d.Keys, " ")), d.BodySize, d.OffsetMsgID)
+				}
 			})
 		},
-	})
+	}
+	r.addFlags(cmd, "list")
 	return cmd
+}
+
+func newDLQResendCmd(f *adminFlags) *cobra.Command {
+	var (
+		r   deadLetterRange
+		all bool
+	)
+	cmd := &cobra.Command{
+		Use:   "resend GROUP [MSGID...]",
+		Short: "Put dead letters back on the topics they came from",
+		Long: `Put messages of a consumer group's dead-letter topic (%DLQ%<group>) back on
+the topics they came from, each as a new message with the same message id,
+keys and properties; the group's consumers get them again with a fresh count
+of attempts. The dead letters stay in the dead-letter topic.
+
+Name the dead letters by client message id or offset message id (see dlq
+list), or choose them by the time they were stored with --all, --begin and
+--end (the forms of offset reset's --to-time). With one MSGID the result is
+one object; otherwise a report of what was resent and what failed, and the
+exit status is 1 if any failed. A bar on standard error shows the progress
+when it is a terminal.
+
+Karman brokers put a dead letter back themselves (request
+KARMAN_RESEND_DEAD_LETTER, 30000). With brokers that lack it, admin reads
+the dead letter and sends the copy itself (SEND_MESSAGE).`,
+		Example: `  karman admin dlq resend billing C0A800050E2A18B4AAC27C6F38E40001
+  karman admin dlq resend billing --all
+  karman admin dlq resend billing --begin -2h --end -1h`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			group, ids := args[0], args[1:]
+			selecting := all || r.set()
+			switch {
+			case len(ids) > 0 && selecting:
+				return fmt.Errorf("give message ids or --all/--begin/--end, not both")
+			case len(ids) == 0 && !selecting:
+				return fmt.Errorf("which dead letters? give their message ids (see dlq list), or --all, or --begin/--end")
+			case len(ids) == 1:
+				return f.run(cmd, func(c *admin.Client) (any, error) {
+					return c.ResendDeadLetter(cmd.Context(), group, ids[0])
+				}, func(w io.Writer, v any) {
+					res := v.(*admin.Resend)
+					fmt.Fprintf(w, "resent dead letter %s of group %s to topic %s: broker %s, queue %d, offset %d, offsetMsgId %s\n",
+						res.DeadLetterID, res.Group, res.Topic, res.BrokerName, res.QueueID, res.QueueOffset, res.OffsetMsgID)
+				})
+			}
+			q, err := r.query(group)
+			if err != nil {
+				return err
+			}
+			var report *admin.ResendReport
+			err = f.run(cmd, func(c *admin.Client) (any, error) {
+				if selecting {
+					dls, err := c.DeadLetters(cmd.Context(), q)
+					if err != nil {
+						return nil, err
+					}
+					for _, d := range dls {
+						ids = append(ids, d.OffsetMsgID) // exact, where a client id may name several
+					}
+				}
+				bar := newProgress(cmd.ErrOrStderr(), len(ids), "resending dead letters")
+				defer bar.finish()
+				report, err = c.ResendDeadLetters(cmd.Context(), group, ids, bar.add)
+				return report, err
+			}, writeResendReport)
+			if err == nil && len(report.Failed) > 0 {
+				err = fmt.Errorf("%d of %d dead letters of group %s could not be resent", len(report.Failed), len(ids), group)
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "resend every dead letter of the group (within --begin/--end and --max)")
+	r.addFlags(cmd, "resend with --all, --begin or --end")
+	return cmd
+}
+
+func writeResendReport(w io.Writer, v any) {
+	r := v.(*admin.ResendReport)
+	if len(r.Resent)+len(r.Failed) == 0 {
+		fmt.Fprintf(w, "no dead letters of group %s to resend\n", r.Group)
+		return
+	}
+	row(w, "DEAD LETTER", "TOPIC", "BROKER", "QUEUE", "OFFSET", "RESULT")
+	for _, res := range r.Resent {
+		row(w, res.DeadLetterID, res.Topic, res.BrokerName, res.QueueID, res.QueueOffset, "resent as "+res.OffsetMsgID)
+	}
+	for _, fl := range r.Failed {
+		row(w, fl.DeadLetterID, "-", "-", "-", "-", "failed: "+fl.Error)
+	}
+	fmt.Fprintf(w, "\nresent %d of %d dead letters of group %s\n", len(r.Resent), len(r.Resent)+len(r.Failed), r.Group)
 }
