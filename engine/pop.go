@@ -401,7 +401,7 @@ func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, 
 				st.Finish(en.Offset)
 				continue
 			}
-			f := &pop.Inflight{Attempt: 1}
+			f := &pop.Inflight{Attempt: firstAttempt(rec)}
 			out = e.deliver(q, pq, en.Offset, f, rec, now, o, out)
 		}
 	}
@@ -475,6 +475,14 @@ func (e *Engine) redeliver(q *queueState, pq *popQueue, off, now int64, o *PopOp
 	}
 	f.Attempt++
 	return e.deliver(q, pq, off, f, rec, now, o, out), nil
+}
+
+// firstAttempt is the attempt number of a message's first pop: one more
+// than the times it was consumed before it was stored, so that a message
+// sent back by a queue-level consumer (stored in %RETRY%<group> with its
+// count) goes on counting towards the group's max attempts.
+func firstAttempt(rec []byte) int32 {
+	return max(message.ReconsumeTimes(rec), 0) + 1
 }
 
 // deliver records a delivery of the message at off and appends it to out.
@@ -908,7 +916,7 @@ func (e *Engine) popFIFOEntries(q *queueState, pq *popQueue, entries []queue.Ent
 			continue
 		}
 		blocked[group] = true
-		out = e.deliver(q, pq, off, &pop.Inflight{Attempt: 1, Group: group}, rec, now, o, out)
+		out = e.deliver(q, pq, off, &pop.Inflight{Attempt: firstAttempt(rec), Group: group}, rec, now, o, out)
 	}
 	return out, nil
 }

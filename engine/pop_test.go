@@ -221,6 +221,42 @@ func TestPopDeadLetter(t *testing.T) {
 	}
 }
 
+// A message stored with reconsume times (sent back by a queue-level
+// consumer of the group) goes on counting its attempts when popped, in
+// concurrent and FIFO groups alike, and is dead-lettered at the group's
+// max attempts.
+func TestPopCountsStoredReconsumeTimes(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprint("fifo=", fifo), func(t *testing.T) {
+			e := popTestEngine(t, t.TempDir(), 1, meta.Group{Name: "G", MaxAttempts: 4, FIFO: fifo})
+			defer e.Close()
+			ctx := context.Background()
+			m := newMsg("T", "retried", message.PropertyShardingKey, "s")
+			m.ReconsumeTimes = 2
+			if _, err := e.Send(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			opts := PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: 20 * time.Millisecond, Wait: 2 * time.Second}
+			for attempt := int32(3); attempt <= 4; attempt++ {
+				got, err := e.Pop(ctx, opts)
+				if err != nil || len(got) != 1 || got[0].Attempt != attempt {
+					t.Fatalf("want attempt %d: %+v %v", attempt, got, err)
+				}
+				if n := message.ReconsumeTimes(got[0].Record); n != attempt-1 {
+					t.Fatalf("attempt %d delivered with reconsume times %d", attempt, n)
+				}
+			}
+			opts.Wait = 300 * time.Millisecond
+			if got, _ := e.Pop(ctx, opts); len(got) != 0 {
+				t.Fatalf("delivered after max attempts: %+v", got)
+			}
+			if dlq := pullAll(t, e, "%DLQ%G", 0, 0, nil); len(dlq) != 1 || dlq[0].ReconsumeTimes != 4 {
+				t.Fatalf("dead-letter topic: %+v", dlq)
+			}
+		})
+	}
+}
+
 func TestPopConcurrentConsumers(t *testing.T) {
 	e := popTestEngine(t, t.TempDir(), 4, meta.Group{})
 	defer e.Close()

@@ -370,11 +370,23 @@ func SetQueue(rec []byte, queueID int32, queueOffset int64) {
 	be.PutUint32(rec[offQueueID:], uint32(queueID))
 }
 
+// ReconsumeTimes reads the RECONSUMETIMES field of the record at the start
+// of rec: how many times the message was consumed and sent back before it
+// was stored. It panics when rec is too short to hold the field.
+func ReconsumeTimes(rec []byte) int32 {
+	return int32(be.Uint32(rec[reconsumeTimesAt(rec):]))
+}
+
 // SetReconsumeTimes writes the RECONSUMETIMES field of the record at the
 // start of rec, in place: the store uses it on a copy it delivers again. It
 // panics when rec is too short to hold the field.
 func SetReconsumeTimes(rec []byte, n int32) {
+	be.PutUint32(rec[reconsumeTimesAt(rec):], uint32(n))
+}
+
+// reconsumeTimesAt is where the RECONSUMETIMES field of the record at the
+// start of rec lies, after the hosts, whose length its sysFlag gives.
+func reconsumeTimesAt(rec []byte) int {
 	sysFlag := int32(be.Uint32(rec[offSysFlag:]))
-	at := offBornHost + hostLenFor(sysFlag, SysFlagBornHostV6) + 8 + hostLenFor(sysFlag, SysFlagStoreHostV6)
-	be.PutUint32(rec[at:], uint32(n))
+	return offBornHost + hostLenFor(sysFlag, SysFlagBornHostV6) + 8 + hostLenFor(sysFlag, SysFlagStoreHostV6)
 }
