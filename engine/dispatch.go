@@ -103,15 +103,6 @@ func (d *dispatcher) notify() {
 func (d *dispatcher) recover() error {
 	log := d.e.log
 	from := log.MinOffset()
-	if legacy, err := d.e.keys.HasLegacyIDs(); err != nil {
-		return err
-	} else if legacy {
-		// Written before the id index named topics: rebuild it all.
-		d.e.opts.Logger.Warn("the index has an earlier layout; rebuilding it from the commit log", "log_min", from, "log_end", log.EndOffset())
-		if err := d.wipe(); err != nil {
-			return err
-		}
-	}
 	v, closer, err := d.e.idx.Get(checkpointKey)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
@@ -132,11 +123,72 @@ func (d *dispatcher) recover() error {
 			from = cp
 		}
 	}
+	if err := d.migrateLegacyIDs(from); err != nil {
+		return err
+	}
 	d.pos.Store(from)
 	if err := d.dispatch(); err != nil {
 		return err
 	}
 	d.e.opts.Logger.Info("engine recovered", "log_min", log.MinOffset(), "log_end", log.EndOffset(), "replayed_from", from)
+	return nil
+}
+
+// errScanned stops a scan of the log at the offset it was asked to end.
+var errScanned = errors.New("engine: scanned to the end asked for")
+
+// migrateLegacyIDs rewrites an id index of the earlier layout, keyed by
+// the id alone, in the current one, keyed by id and topic: it indexes the
+// id of every record the index covers (from the log's start up to until)
+// under its topic, then deletes the old entries. The rest of the index
+// stays as it is. A crash part way leaves the old entries, and the next
+// recovery starts again.
+func (d *dispatcher) migrateLegacyIDs(until int64) error {
+	legacy, err := d.e.keys.HasLegacyIDs()
+	if err != nil || !legacy {
+		return err
+	}
+	log := d.e.log
+	d.e.opts.Logger.Warn("rewriting the index of message ids in its new layout", "log_min", log.MinOffset(), "indexed_to", until)
+	b := d.e.idx.NewBatch()
+	defer func() { b.Close() }()
+	var (
+		w index.Writer
+		p recordProps
+	)
+	_, err = log.Scan(log.MinOffset(), func(off, _ int64, payload []byte) error {
+		if off >= until {
+			return errScanned
+		}
+		h, err := message.PeekStored(payload)
+		if err != nil {
+			return nil // the dispatcher skipped it too
+		}
+		p.read(h.Properties)
+		if err := w.AddID(b, p.uniq, h.Topic, off); err != nil {
+			return err
+		}
+		if b.Len() < 4<<20 {
+			return nil
+		}
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		b.Reset()
+		return nil
+	})
+	if err != nil && !errors.Is(err, errScanned) {
+		return fmt.Errorf("engine: rewrite the id index: %w", err)
+	}
+	if err := b.DeleteRange([]byte{index.PrefixLegacyID}, []byte{index.PrefixLegacyID + 1}, nil); err != nil {
+		return err
+	}
+	// Like every index write, without a WAL: a crash before pebble
+	// flushes loses the rewrite with the deletion of the old entries (it
+	// flushes in order), and the next recovery rewrites again.
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("engine: rewrite the id index: %w", err)
+	}
 	return nil
 }
 

@@ -62,9 +62,9 @@ func TestMessageByIDInTopic(t *testing.T) {
 	}
 }
 
-// An index written with the earlier id layout is rebuilt from the log
+// An index written with the earlier id layout is rewritten from the log
 // when the engine opens.
-func TestOpenRebuildsLegacyIDIndex(t *testing.T) {
+func TestOpenMigratesLegacyIDIndex(t *testing.T) {
 	dir := t.TempDir()
 	e := openTest(t, dir, &Options{})
 	mustTopic(t, e, "T", 2)
