@@ -85,16 +85,7 @@ func (q *Queue) Expired(now int64) []int64 {
 	if len(q.Inflight) == 0 || (q.floor != 0 && now < q.floor) {
 		return nil
 	}
-	var out []int64
-	q.floor = 0
-	for off, f := range q.Inflight {
-		if f.Deadline <= now {
-			out = append(out, off)
-		}
-		if q.floor == 0 || f.Deadline < q.floor {
-			q.floor = f.Deadline
-		}
-	}
+	out := q.refloor(now, true)
 	slices.Sort(out)
 	return out
 }
@@ -107,14 +98,25 @@ func (q *Queue) NextDeadline(now int64) int64 {
 		return 0
 	}
 	if q.floor == 0 || q.floor <= now {
-		q.floor = 0
-		for _, f := range q.Inflight {
-			if q.floor == 0 || f.Deadline < q.floor {
-				q.floor = f.Deadline
-			}
-		}
+		q.refloor(now, false)
 	}
 	return q.floor
+}
+
+// refloor sets floor to the earliest in-flight deadline and, with
+// collect, returns the offsets whose deadline is at or before now, in no
+// particular order.
+func (q *Queue) refloor(now int64, collect bool) (expired []int64) {
+	q.floor = 0
+	for off, f := range q.Inflight {
+		if collect && f.Deadline <= now {
+			expired = append(expired, off)
+		}
+		if q.floor == 0 || f.Deadline < q.floor {
+			q.floor = f.Deadline
+		}
+	}
+	return expired
 }
 
 // MarshalBinary encodes the state.

@@ -63,14 +63,20 @@ func (c *Command) SetHeader(h Header) {
 	c.EncodeHeader(h)
 }
 
+// loadGivenHeader turns a header given with SetHeader into ExtFields, so
+// that decoding reads what encoding would send.
+func (c *Command) loadGivenHeader() {
+	if c.hdr != nil {
+		c.LoadExtFields()
+	}
+}
+
 // DecodeHeader fills h from the command's extFields. Deferred extFields
 // (DecodeOptions.DeferExtFields) are read in place for the headers of
 // sends and pulls and of their responses, and decoded into ExtFields
 // first for the others.
 func (c *Command) DecodeHeader(h Header) error {
-	if c.hdr != nil {
-		c.LoadExtFields()
-	}
+	c.loadGivenHeader()
 	if c.ext != nil {
 		switch h.(type) {
 		case *SendMessageRequestHeader, *SendMessageRequestHeaderV2, *PullMessageRequestHeader,
@@ -167,9 +173,7 @@ func (c *Command) decodeInPlace(h Header, props []byte, appendProps bool) ([]byt
 // broker that copies the properties into the stored message, this saves
 // making a string of them.
 func (c *Command) DecodeSendHeader(h *SendMessageRequestHeader, props []byte) ([]byte, error) {
-	if c.hdr != nil {
-		c.LoadExtFields()
-	}
+	c.loadGivenHeader()
 	if c.ext != nil {
 		return c.decodeInPlace(h, props, true)
 	}
