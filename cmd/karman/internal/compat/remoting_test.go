@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -311,6 +312,22 @@ func TestRetryAndDeadLetter(t *testing.T) {
 	for _, m := range dead {
 		if !strings.HasPrefix(string(m.Body), "bad-") || m.ReconsumeTimes < 2 {
 			t.Errorf("dead letter %s after %d reconsumes", m.Body, m.ReconsumeTimes)
+		}
+		// Its message id still finds it in its own topic, and the dead
+		// letter in the dead-letter topic (a unique-key QUERY_MESSAGE,
+		// as RocketMQ's tools send).
+		for _, in := range []string{topic, message.DLQTopic(group)} {
+			resp := k.invoke(wire.QueryMessage, &wire.QueryMessageRequestHeader{
+				Topic: in, Key: m.UniqKey(), MaxNum: 32, EndTimestamp: math.MaxInt64, UniqueKeyQuery: true,
+			}, nil)
+			if resp.ResponseCode() != wire.Success {
+				t.Errorf("message %s in %s: %s %s", m.UniqKey(), in, resp.ResponseCode(), resp.Remark)
+				continue
+			}
+			got, _, err := message.DecodeStored(resp.Body)
+			if err != nil || got.Topic != in || got.UniqKey() != m.UniqKey() || string(got.Body) != string(m.Body) {
+				t.Errorf("message %s in %s: found %+v, %v", m.UniqKey(), in, got, err)
+			}
 		}
 	}
 	for i := range 3 {
