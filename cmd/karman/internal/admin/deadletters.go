@@ -52,21 +52,14 @@ func (c *Client) DeadLetters(ctx context.Context, q DeadLetterQuery) ([]DeadLett
 	if err := message.ValidateGroup(q.Group); err != nil {
 		return nil, invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
 	}
-	if q.Max < 0 {
-		return nil, invalidf("max %d: must be positive", q.Max)
+	max, err := limitOr(q.Max, DefaultDeadLetterMax)
+	if err != nil {
+		return nil, err
 	}
-	if q.Max == 0 {
-		q.Max = DefaultDeadLetterMax
-	}
-	begin, end := int64(0), time.Now().UnixMilli()
-	if !q.Begin.IsZero() {
-		begin = q.Begin.UnixMilli()
-	}
-	if !q.End.IsZero() {
-		end = q.End.UnixMilli()
-	}
-	if begin > end {
-		return nil, invalidf("the begin time is after the end time")
+	q.Max = max
+	begin, end, err := storeTimes(q.Begin, q.End)
+	if err != nil {
+		return nil, err
 	}
 	dlq := message.DLQTopic(q.Group)
 	route, err := c.Route(ctx, dlq)

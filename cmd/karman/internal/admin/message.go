@@ -289,21 +289,14 @@ func (c *Client) QueryMessages(ctx context.Context, q MessageQuery) ([]*Message,
 	if q.Topic == "" || q.Key == "" {
 		return nil, invalidf("message query needs a topic and a key")
 	}
-	if q.Max < 0 {
-		return nil, invalidf("max %d: must be positive", q.Max)
+	max, err := limitOr(q.Max, DefaultQueryMax)
+	if err != nil {
+		return nil, err
 	}
-	if q.Max == 0 {
-		q.Max = DefaultQueryMax
-	}
-	begin, end := int64(0), time.Now().UnixMilli()
-	if !q.Begin.IsZero() {
-		begin = q.Begin.UnixMilli()
-	}
-	if !q.End.IsZero() {
-		end = q.End.UnixMilli()
-	}
-	if begin > end {
-		return nil, invalidf("the begin time is after the end time")
+	q.Max = max
+	begin, end, err := storeTimes(q.Begin, q.End)
+	if err != nil {
+		return nil, err
 	}
 	brokers, err := c.brokersFor(ctx, q.Topic)
 	if err != nil {
@@ -333,6 +326,33 @@ func (c *Client) QueryMessages(ctx context.Context, q MessageQuery) ([]*Message,
 		out = out[:q.Max]
 	}
 	return out, nil
+}
+
+// limitOr checks the Max of a query and returns it, or def for 0.
+func limitOr(max, def int) (int, error) {
+	switch {
+	case max < 0:
+		return 0, invalidf("max %d: must be positive", max)
+	case max == 0:
+		return def, nil
+	}
+	return max, nil
+}
+
+// storeTimes returns the store-time bounds of a query in ms since the
+// epoch: a zero begin is the start of time, a zero end now.
+func storeTimes(begin, end time.Time) (int64, int64, error) {
+	b, e := int64(0), time.Now().UnixMilli()
+	if !begin.IsZero() {
+		b = begin.UnixMilli()
+	}
+	if !end.IsZero() {
+		e = end.UnixMilli()
+	}
+	if b > e {
+		return 0, 0, invalidf("the begin time is after the end time")
+	}
+	return b, e, nil
 }
 
 func cmpInt64(a, b int64) int {

@@ -94,20 +94,9 @@ offset reset's --to-time: now, -1h, unix milliseconds or RFC 3339.`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := admin.MessageQuery{Topic: args[0], Key: args[1], Max: limit}
-			now := time.Now()
 			var err error
-			if begin != "" {
-				if q.Begin, err = admin.ParseTime(begin, now); err != nil {
-					return fmt.Errorf("--begin: %w", err)
-				}
-			}
-			if end != "" {
-				if q.End, err = admin.ParseTime(end, now); err != nil {
-					return fmt.Errorf("--end: %w", err)
-				}
-			}
-			if limit < 1 {
-				return fmt.Errorf("--max %d: want at least 1", limit)
+			if q.Begin, q.End, err = parseStoreTimes(begin, end, limit); err != nil {
+				return err
 			}
 			return f.run(cmd, func(c *admin.Client) (any, error) {
 				ms, err := c.QueryMessages(cmd.Context(), q)
@@ -157,22 +146,29 @@ func (r *deadLetterRange) set() bool { return r.begin != "" || r.end != "" }
 
 func (r *deadLetterRange) query(group string) (admin.DeadLetterQuery, error) {
 	q := admin.DeadLetterQuery{Group: group, Max: r.max}
-	now := time.Now()
 	var err error
-	if r.begin != "" {
-		if q.Begin, err = admin.ParseTime(r.begin, now); err != nil {
-			return q, fmt.Errorf("--begin: %w", err)
+	q.Begin, q.End, err = parseStoreTimes(r.begin, r.end, r.max)
+	return q, err
+}
+
+// parseStoreTimes reads the --begin and --end of a query by store time
+// (empty: unbounded) and checks its --max.
+func parseStoreTimes(begin, end string, max int) (b, e time.Time, err error) {
+	now := time.Now()
+	if begin != "" {
+		if b, err = admin.ParseTime(begin, now); err != nil {
+			return b, e, fmt.Errorf("--begin: %w", err)
 		}
 	}
-	if r.end != "" {
-		if q.End, err = admin.ParseTime(r.end, now); err != nil {
-			return q, fmt.Errorf("--end: %w", err)
+	if end != "" {
+		if e, err = admin.ParseTime(end, now); err != nil {
+			return b, e, fmt.Errorf("--end: %w", err)
 		}
 	}
-	if r.max < 1 {
-		return q, fmt.Errorf("--max %d: want at least 1", r.max)
+	if max < 1 {
+		return b, e, fmt.Errorf("--max %d: want at least 1", max)
 	}
-	return q, nil
+	return b, e, nil
 }
 
 // deadLetterList is the JSON document of dlq list.
