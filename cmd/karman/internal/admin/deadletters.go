@@ -52,15 +52,11 @@ func (c *Client) DeadLetters(ctx context.Context, q DeadLetterQuery) ([]DeadLett
 	if err := message.ValidateGroup(q.Group); err != nil {
 		return nil, invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
 	}
-	max, err := limitOr(q.Max, DefaultDeadLetterMax)
+	max, begin, end, err := queryBounds(q.Max, DefaultDeadLetterMax, q.Begin, q.End)
 	if err != nil {
 		return nil, err
 	}
 	q.Max = max
-	begin, end, err := storeTimes(q.Begin, q.End)
-	if err != nil {
-		return nil, err
-	}
 	dlq := message.DLQTopic(q.Group)
 	route, err := c.Route(ctx, dlq)
 	if errors.Is(err, ErrTopicNotFound) {

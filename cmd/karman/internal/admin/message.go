@@ -289,15 +289,11 @@ func (c *Client) QueryMessages(ctx context.Context, q MessageQuery) ([]*Message,
 	if q.Topic == "" || q.Key == "" {
 		return nil, invalidf("message query needs a topic and a key")
 	}
-	max, err := limitOr(q.Max, DefaultQueryMax)
+	max, begin, end, err := queryBounds(q.Max, DefaultQueryMax, q.Begin, q.End)
 	if err != nil {
 		return nil, err
 	}
 	q.Max = max
-	begin, end, err := storeTimes(q.Begin, q.End)
-	if err != nil {
-		return nil, err
-	}
 	brokers, err := c.brokersFor(ctx, q.Topic)
 	if err != nil {
 		return nil, err
@@ -328,20 +324,16 @@ func (c *Client) QueryMessages(ctx context.Context, q MessageQuery) ([]*Message,
 	return out, nil
 }
 
-// limitOr checks the Max of a query and returns it, or def for 0.
-func limitOr(max, def int) (int, error) {
-	switch {
-	case max < 0:
-		return 0, invalidf("max %d: must be positive", max)
-	case max == 0:
-		return def, nil
+// queryBounds checks the Max of a query and its store-time bounds: it
+// returns Max, or def for 0, and the bounds in ms since the epoch, a zero
+// begin being the start of time and a zero end now.
+func queryBounds(max, def int, begin, end time.Time) (int, int64, int64, error) {
+	if max < 0 {
+		return 0, 0, 0, invalidf("max %d: must be positive", max)
 	}
-	return max, nil
-}
-
-// storeTimes returns the store-time bounds of a query in ms since the
-// epoch: a zero begin is the start of time, a zero end now.
-func storeTimes(begin, end time.Time) (int64, int64, error) {
+	if max == 0 {
+		max = def
+	}
 	b, e := int64(0), time.Now().UnixMilli()
 	if !begin.IsZero() {
 		b = begin.UnixMilli()
@@ -350,9 +342,9 @@ func storeTimes(begin, end time.Time) (int64, int64, error) {
 		e = end.UnixMilli()
 	}
 	if b > e {
-		return 0, 0, invalidf("the begin time is after the end time")
+		return 0, 0, 0, invalidf("the begin time is after the end time")
 	}
-	return b, e, nil
+	return max, b, e, nil
 }
 
 func cmpInt64(a, b int64) int {
