@@ -68,7 +68,12 @@ func (c *Client) DeadLetters(ctx context.Context, q DeadLetterQuery) ([]DeadLett
 	masters, queues := routeMasters(route)
 	var all []*Message
 	for _, b := range masters {
-		for id := range queues[b.Name].ReadQueueNums {
+		qd := queues[b.Name]
+		if qd.ReadQueueNums > 0 && qd.Perm&wire.PermRead == 0 {
+			return nil, fmt.Errorf("%s is not readable on broker %s (Java brokers before 5.0 create dead-letter topics write-only); make it readable with: karman admin topic update %s --perm rw",
+				dlq, b.Name, dlq)
+		}
+		for id := range qd.ReadQueueNums {
 			r := queueRead{c: c, b: b, topic: dlq, queue: id, begin: begin, end: end, max: q.Max}
 			ms, err := r.messages(ctx)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,6 +102,10 @@ func TestDeadLettersByPull(t *testing.T) {
 	// A group that never dead-lettered anything has no dead-letter topic.
 	if dls, err := c.DeadLetters(ctx, DeadLetterQuery{Group: "other"}); err != nil || len(dls) != 0 {
 		t.Errorf("a group without a dead-letter topic: %+v, %v", dls, err)
+	}
+	// A write-only dead-letter topic says how to make it readable.
+	if _, err := c.DeadLetters(ctx, DeadLetterQuery{Group: "writeonly"}); err == nil || !strings.Contains(err.Error(), "topic update %DLQ%writeonly --perm rw") {
+		t.Errorf("a write-only dead-letter topic: %v", err)
 	}
 	for _, q := range []DeadLetterQuery{
 		{Group: "bad group"},

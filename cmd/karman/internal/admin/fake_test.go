@@ -173,10 +173,15 @@ func newFake(t *testing.T, extra func(f *fake, mux *server.Mux)) *fake {
 	nsh(wire.GetRouteInfoByTopic, func(req *wire.Command) *wire.Command {
 		var hd wire.GetRouteInfoRequestHeader
 		req.DecodeHeader(&hd)
-		if hd.Topic != "T" && hd.Topic != "%DLQ%g" {
+		perm := "6"
+		switch hd.Topic {
+		case "T", "%DLQ%g":
+		case "%DLQ%writeonly": // as Java brokers before 5.0 create them
+			perm = "2"
+		default:
 			return wire.NewResponse(req, wire.TopicNotExist, "No topic route info in name server for the topic: "+hd.Topic)
 		}
-		return ok(req, `{"brokerDatas":[`+brokerData+`],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":2}]}`)
+		return ok(req, `{"brokerDatas":[`+brokerData+`],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":`+perm+`,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":2}]}`)
 	})
 	f.namesrv = serve(t, ns)
 	return f
