@@ -189,7 +189,8 @@ func (e *Engine) Clients() *registry.Registry { return e.clients }
 // FlushSync every send waits for the disk.
 func (e *Engine) FlushMode() FlushMode { return e.opts.Flush }
 
-// maintenanceLoop runs retention and client expiry.
+// maintenanceLoop runs retention, client expiry and the trimming of idle
+// pop states.
 func (e *Engine) maintenanceLoop() {
 	defer e.wg.Done()
 	t := time.NewTicker(e.opts.RetentionInterval)
@@ -204,6 +205,7 @@ func (e *Engine) maintenanceLoop() {
 			if _, err := e.ApplyRetention(now); err != nil {
 				e.opts.Logger.Error("retention failed", "err", err)
 			}
+			e.trimIdlePops()
 		case <-expire.C:
 			e.clients.Expire()
 		}

@@ -116,6 +116,8 @@ type popQueue struct {
 	// order, so that pops read the queue's index a run at a time. Entries
 	// never change once written; those below the cursor are skipped.
 	ahead []queue.Entry
+	// readAhead says pops read from ahead since the last trimIdlePops.
+	readAhead bool
 	// fifo says the last pop of the queue was a FIFO group's.
 	fifo bool
 	// dropped says the state was forgotten (its group or topic deleted):
@@ -415,6 +417,7 @@ func (e *Engine) popQueueOnce(ctx context.Context, q *queueState, pq *popQueue, 
 // No entries means there are none from the cursor to end (end must be
 // past the cursor).
 func (e *Engine) entriesAhead(q *queueState, pq *popQueue, end int64, want int) ([]queue.Entry, error) {
+	pq.readAhead = true
 	cursor := pq.st.Cursor
 	i := 0
 	for i < len(pq.ahead) && pq.ahead[i].Offset < cursor {
@@ -441,6 +444,24 @@ func (e *Engine) entriesAhead(q *queueState, pq *popQueue, end int64, want int) 
 		pq.ahead = nil
 	}
 	return got, nil
+}
+
+// trimIdlePops drops the entries read ahead for the pop states that no pop
+// has read from since the last call: a group that stopped consuming with
+// messages left would otherwise keep up to popReadAhead of them per queue
+// for as long as the process runs. A pop that comes later reads them
+// again.
+func (e *Engine) trimIdlePops() {
+	e.pops.Range(func(_, v any) bool {
+		pq := v.(*popQueue)
+		pq.mu.Lock()
+		if !pq.readAhead {
+			pq.ahead = nil
+		}
+		pq.readAhead = false
+		pq.mu.Unlock()
+		return true
+	})
 }
 
 // growArena makes room in *arena for the records of entries.

@@ -584,3 +584,42 @@ func TestPopLongPollAndFilter(t *testing.T) {
 		t.Fatalf("long poll took %s", d)
 	}
 }
+
+// The entries a pop read ahead are dropped once no pop has used them for
+// a whole trim interval, and a later pop reads on from where it was.
+func TestTrimIdlePops(t *testing.T) {
+	e := popTestEngine(t, t.TempDir(), 1, meta.Group{Name: "G"})
+	defer e.Close()
+	sendN(t, e, 10)
+	ctx := context.Background()
+	opts := PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: time.Minute}
+	ahead := func() int {
+		v, ok := e.pops.Load(popKey{"G", "T", 0})
+		if !ok {
+			t.Fatal("no pop state")
+		}
+		pq := v.(*popQueue)
+		pq.mu.Lock()
+		defer pq.mu.Unlock()
+		return len(pq.ahead)
+	}
+	got, err := e.Pop(ctx, opts)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("pop: %+v, %v", got, err)
+	}
+	if n := ahead(); n != 9 {
+		t.Fatalf("%d entries read ahead, want 9", n)
+	}
+	e.trimIdlePops() // a pop read ahead since the last trim: kept
+	if n := ahead(); n != 9 {
+		t.Fatalf("%d entries read ahead after one trim, want 9", n)
+	}
+	e.trimIdlePops() // none since: dropped
+	if n := ahead(); n != 0 {
+		t.Fatalf("%d entries read ahead after an idle trim interval, want 0", n)
+	}
+	got, err = e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 32, Invisible: time.Minute})
+	if err != nil || fmt.Sprint(bodies(t, got)) != "[1 2 3 4 5 6 7 8 9]" {
+		t.Fatalf("pop after the trim: %v, %v", bodies(t, got), err)
+	}
+}
