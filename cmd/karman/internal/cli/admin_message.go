@@ -202,7 +202,7 @@ RFC 3339.`,
 				dls, err := c.DeadLetters(cmd.Context(), q)
 				return &deadLetterList{Group: q.Group, DeadLetters: dls}, err
 			}, func(w io.Writer, v any) {
-				row(w, "MSGID", "FROM TOPIC", "DEAD-LETTERED", "ATTEMPTS", "TAGS", "KEYS", "SIZE", "OFFSET MSGID")
+				row(w, "MSGID", "FROM TOPIC", "DEAD-LETTERED", "RECONSUMES", "TAGS", "KEYS", "SIZE", "OFFSET MSGID")
 				for _, d := range v.(*deadLetterList).DeadLetters {
 					row(w, d.MsgID, orDash(d.OriginTopic), formatMillis(d.StoreTimestamp), d.ReconsumeTimes, orDash(d.Tags),
 						orDash(strings.Join(d.Keys, " ")), d.BodySize, d.OffsetMsgID)
