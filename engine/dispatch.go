@@ -151,7 +151,7 @@ func (d *dispatcher) migrateLegacyIDs(until int64) error {
 	log := d.e.log
 	d.e.opts.Logger.Warn("rewriting the index of message ids in its new layout", "log_min", log.MinOffset(), "indexed_to", until)
 	b := d.e.idx.NewBatch()
-	defer func() { b.Close() }()
+	defer b.Close()
 	var (
 		w index.Writer
 		p recordProps
