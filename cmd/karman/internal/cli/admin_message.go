@@ -225,7 +225,8 @@ func newDLQResendCmd(f *adminFlags) *cobra.Command {
 		Long: `Put messages of a consumer group's dead-letter topic (%DLQ%<group>) back on
 the topics they came from, each as a new message with the same message id,
 keys and properties; the group's consumers get them again with a fresh count
-of attempts. The dead letters stay in the dead-letter topic.
+of attempts. The dead letters stay in the dead-letter topic, so resending
+the same ones again puts them back again.
 
 Name the dead letters by client message id or offset message id (see dlq
 list), or choose them by the time they were stored with --all, --begin and
