@@ -918,8 +918,15 @@ func TestRequestReply(t *testing.T) {
 	const topic = "Requests"
 	k.createTopic(topic, 2)
 	replier := k.producer()
+	// What the replier saw, to say where a request that times out was lost.
+	var (
+		questions atomic.Int64
+		lastReply atomic.Value // string: the outcome of the last reply sent
+	)
+	lastReply.Store("none sent")
 	k.pushConsumer("replier", topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
 		for _, m := range msgs {
+			questions.Add(1)
 			reply, err := consumer.CreateReplyMessage(m, nil)
 			if err != nil {
 				t.Errorf("reply to %s: %v", m.Body, err)
@@ -933,8 +940,9 @@ func TestRequestReply(t *testing.T) {
 			// the request below, and the test must not be failed from
 			// the consumer's goroutine after it has ended.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			replier.p.SendSync(ctx, reply)
+			res, err := replier.p.SendSync(ctx, reply)
 			cancel()
+			lastReply.Store(fmt.Sprintf("to %s: %v, %v", m.Body, res, err))
 		}
 		return consumer.ConsumeSuccess
 	})
@@ -953,7 +961,7 @@ func TestRequestReply(t *testing.T) {
 		reply, err := requester.Request(ctx, 15*time.Second, primitive.NewMessage(topic, []byte(body)))
 		cancel()
 		if err != nil {
-			t.Fatalf("request %s: %v", body, err)
+			t.Fatalf("request %s: %v (the replier had received %d questions; its last reply %v)", body, err, questions.Load(), lastReply.Load())
 		}
 		if string(reply.Body) != "re: "+body {
 			t.Fatalf("request %s got reply %q", body, reply.Body)
