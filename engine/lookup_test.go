@@ -115,3 +115,37 @@ func TestOpenMigratesLegacyIDIndex(t *testing.T) {
 		t.Errorf("the rebuilt key index finds %d messages, %v", len(ms), err)
 	}
 }
+
+// Looking a message up by its client id among 10,000, in its topic and
+// over every topic.
+func BenchmarkMessageByID(b *testing.B) {
+	e := openTest(b, b.TempDir(), &Options{SegmentSize: 64 << 20})
+	defer e.Close()
+	mustTopic(b, e, "T", 4)
+	ctx := context.Background()
+	ids := make([]string, 0, 10_000)
+	for range cap(ids) {
+		res, err := e.Send(ctx, newMsg("T", "payload"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, res.MsgID)
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("in-topic", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := e.MessageByIDInTopic(ids[i%len(ids)], "T"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("any-topic", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := e.MessageByID(ids[i%len(ids)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
