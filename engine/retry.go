@@ -118,10 +118,7 @@ func (e *Engine) ResendDeadLetter(ctx context.Context, group, msgID string) (Sen
 	if err != nil {
 		return SendResult{}, fmt.Errorf("%w: group %s has no dead letter %s", ErrMessageNotFound, group, msgID)
 	}
-	origin := m.Properties[message.PropertyDLQOriginTopic]
-	if origin == "" {
-		origin = m.Properties[message.PropertyRetryTopic]
-	}
+	origin := m.DeadLetterOrigin()
 	for _, k := range []string{message.PropertyDLQOriginTopic, message.PropertyDLQOriginMessageID, message.PropertyRetryTopic, propertyTimerSource} {
 		delete(m.Properties, k)
 	}

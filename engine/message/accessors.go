@@ -144,3 +144,13 @@ func (m *Message) SetDelayLevel(level int) {
 func (m *Message) IsTransactionPrepared() bool {
 	return strings.EqualFold(m.Property(PropertyTransactionPrepared), "true")
 }
+
+// DeadLetterOrigin returns the topic a dead letter was consumed from,
+// where resending puts it back: its DLQ_ORIGIN_TOPIC property, else its
+// RETRY_TOPIC; empty when it has neither.
+func (m *Message) DeadLetterOrigin() string {
+	if t := m.Properties[PropertyDLQOriginTopic]; t != "" {
+		return t
+	}
+	return m.Properties[PropertyRetryTopic]
+}

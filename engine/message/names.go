@@ -34,6 +34,11 @@ const (
 	ReplyTopicSuffix       = "_REPLY_TOPIC" // request/reply topic: <cluster>_REPLY_TOPIC
 )
 
+// GroupTools is the consumer group RocketMQ's tools (mqadmin, the
+// dashboard, karman admin) read queues as, and never commit offsets for.
+// Java brokers keep it from the start (MixAll.TOOLS_CONSUMER_GROUP).
+const GroupTools = "TOOLS_CONSUMER"
+
 // validNameChar[c] reports whether byte c may appear in a topic or group
 // name: the class [%|a-zA-Z0-9_-].
 var validNameChar = func() (t [256]bool) {

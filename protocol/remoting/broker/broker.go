@@ -287,17 +287,12 @@ func systemTopic(name string) meta.Topic {
 	return meta.Topic{Name: name, ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW, System: true}
 }
 
-// ToolsGroup is the consumer group RocketMQ's tools (mqadmin, the
-// dashboard, karman admin) read queues as. Java brokers keep it from the
-// start; this broker creates it on first use whatever AutoCreateGroups
-// says.
-const ToolsGroup = "TOOLS_CONSUMER"
-
 // group returns a consumer group's configuration, creating the group
-// when AutoCreateGroups allows (and ToolsGroup always).
+// when AutoCreateGroups allows, and the tools group (message.GroupTools)
+// always, as Java brokers keep it.
 func (b *Broker) group(ctx context.Context, name string) (meta.Group, error) {
 	g, err := b.eng.Group(name)
-	if err == nil || !errors.Is(err, engine.ErrGroupNotFound) || !(b.opts.AutoCreateGroups || name == ToolsGroup) {
+	if err == nil || !errors.Is(err, engine.ErrGroupNotFound) || !(b.opts.AutoCreateGroups || name == message.GroupTools) {
 		return g, err
 	}
 	server.Detach(ctx) // creating a group writes to disk

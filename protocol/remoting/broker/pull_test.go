@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -294,7 +295,7 @@ func TestPullToolsGroupWithoutAutoCreate(t *testing.T) {
 	p := h.dial(nil)
 	h.send(p, "T", 0, "hello")
 	wantCode(t, h.pull(p, pullHeader("stranger", "T", 0, 0)), wire.SubscriptionGroupNotExist)
-	resp := h.pull(p, pullHeader(ToolsGroup, "T", 0, 0))
+	resp := h.pull(p, pullHeader(message.GroupTools, "T", 0, 0))
 	wantCode(t, resp, wire.Success)
 	if ms := records(t, resp.Body); len(ms) != 1 || string(ms[0].Body) != "hello" {
 		t.Fatalf("the tools group pulled %d messages", len(ms))

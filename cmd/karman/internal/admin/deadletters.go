@@ -4,19 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
-
-// ToolsGroup is the consumer group admin reads queues as. RocketMQ
-// brokers keep it for their tools (Java's MixAll.TOOLS_CONSUMER_GROUP),
-// whatever their policy for creating groups, and admin never commits an
-// offset for it.
-const ToolsGroup = "TOOLS_CONSUMER"
 
 // DefaultDeadLetterMax is how many dead letters DeadLetters returns when
 // not told.
@@ -45,12 +37,12 @@ type DeadLetterQuery struct {
 
 // DeadLetters returns the dead letters of a group stored in the query's
 // time range, oldest first. It reads every queue of %DLQ%<group> with
-// PULL_MESSAGE as ToolsGroup, from the offset SEARCH_OFFSET_BY_TIMESTAMP
+// PULL_MESSAGE as the tools group (message.GroupTools), from the offset SEARCH_OFFSET_BY_TIMESTAMP
 // gives for Begin, and commits nothing. A group without a dead-letter
 // topic has none.
 func (c *Client) DeadLetters(ctx context.Context, q DeadLetterQuery) ([]DeadLetter, error) {
 	if err := message.ValidateGroup(q.Group); err != nil {
-		return nil, invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
+		return nil, invalidName(err)
 	}
 	max, begin, end, err := queryBounds(q.Max, DefaultDeadLetterMax, q.Begin, q.End)
 	if err != nil {
@@ -82,26 +74,12 @@ func (c *Client) DeadLetters(ctx context.Context, q DeadLetterQuery) ([]DeadLett
 			all = append(all, ms...)
 		}
 	}
-	slices.SortStableFunc(all, func(a, b *Message) int {
-		if a.StoreTimestamp != b.StoreTimestamp {
-			return cmpInt64(a.StoreTimestamp, b.StoreTimestamp)
-		}
-		return strings.Compare(a.OffsetMsgID, b.OffsetMsgID)
-	})
+	sortByStoreTime(all)
 	out := make([]DeadLetter, 0, min(len(all), q.Max))
 	for _, m := range all[:min(len(all), q.Max)] {
-		out = append(out, DeadLetter{Message: m, OriginTopic: originTopic(m.Properties)})
+		out = append(out, DeadLetter{Message: m, OriginTopic: m.stored.DeadLetterOrigin()})
 	}
 	return out, nil
-}
-
-// originTopic is the topic a dead letter came from, as its properties
-// say; empty when they do not.
-func originTopic(props map[string]string) string {
-	if t := props[message.PropertyDLQOriginTopic]; t != "" {
-		return t
-	}
-	return props[message.PropertyRetryTopic]
 }
 
 // queueRead reads the messages of one queue stored between begin and end
@@ -154,7 +132,7 @@ func (r *queueRead) messages(ctx context.Context) ([]*Message, error) {
 // PULL_MESSAGE, and returns them with the offset to read next.
 func (r *queueRead) pull(ctx context.Context, t target, off int64) ([]*message.Message, int64, error) {
 	h := &wire.PullMessageRequestHeader{
-		ConsumerGroup:  ToolsGroup,
+		ConsumerGroup:  message.GroupTools,
 		Topic:          r.topic,
 		QueueID:        r.queue,
 		QueueOffset:    off,

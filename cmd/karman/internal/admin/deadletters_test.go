@@ -89,7 +89,7 @@ func TestDeadLettersByPull(t *testing.T) {
 	}
 	mu.Lock()
 	for _, h := range pulls {
-		if h.ConsumerGroup != ToolsGroup || h.SysFlag != wire.PullFlagSubscription || h.Subscription != "*" || h.Topic != "%DLQ%g" {
+		if h.ConsumerGroup != message.GroupTools || h.SysFlag != wire.PullFlagSubscription || h.Subscription != "*" || h.Topic != "%DLQ%g" {
 			t.Errorf("pull %+v: want the tools group, a subscription of everything and no commit or suspension", h)
 		}
 	}

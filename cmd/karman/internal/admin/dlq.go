@@ -46,7 +46,7 @@ type Resend struct {
 // message id, keys and properties.
 func (c *Client) ResendDeadLetter(ctx context.Context, group, msgID string) (*Resend, error) {
 	if err := message.ValidateGroup(group); err != nil {
-		return nil, invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
+		return nil, invalidName(err)
 	}
 	if msgID == "" {
 		return nil, invalidf("empty message id")
@@ -133,10 +133,7 @@ var resendDropped = []string{
 // original topic.
 func (c *Client) resendBySend(ctx context.Context, from Broker, dead *Message) (*Resend, error) {
 	m := dead.stored
-	origin := m.Properties[message.PropertyDLQOriginTopic]
-	if origin == "" {
-		origin = m.Properties[message.PropertyRetryTopic]
-	}
+	origin := m.DeadLetterOrigin()
 	if origin == "" {
 		return nil, fmt.Errorf("dead letter %s does not say which topic it came from (no %s or %s property)",
 			dead.MsgID, message.PropertyDLQOriginTopic, message.PropertyRetryTopic)
@@ -231,7 +228,7 @@ type ResendReport struct {
 // with the report so far and the error.
 func (c *Client) ResendDeadLetters(ctx context.Context, group string, ids []string, done func()) (*ResendReport, error) {
 	if err := message.ValidateGroup(group); err != nil {
-		return nil, invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
+		return nil, invalidName(err)
 	}
 	r := &ResendReport{Group: group, Resent: []*Resend{}, Failed: []ResendFailure{}}
 	for _, id := range ids {

@@ -148,3 +148,9 @@ func errorf(kind error, format string, args ...any) error {
 }
 
 func invalidf(format string, args ...any) error { return errorf(ErrInvalidArgument, format, args...) }
+
+// invalidName describes a topic or group name the message package
+// refused, without its package prefix.
+func invalidName(err error) error {
+	return invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
+}

@@ -110,7 +110,7 @@ type GroupInfo struct {
 
 // systemGroups are the groups Java brokers and tools keep for themselves.
 var systemGroups = []string{
-	"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER",
+	message.GroupTools, "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER",
 	"SELF_TEST_P_GROUP", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PERMISSION",
 	"CID_ONSAPI_OWNER", "CID_ONSAPI_PULL", "CID_SYS_RMQ_TRANS", "DEFAULT_CONSUMER", "DEFAULT_PRODUCER",
 }
@@ -181,7 +181,7 @@ type GroupChange struct {
 // when one of them has the group already.
 func (c *Client) CreateGroup(ctx context.Context, name, cluster string, s GroupSettings) (*GroupChange, error) {
 	if err := message.ValidateGroup(name); err != nil {
-		return nil, invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
+		return nil, invalidName(err)
 	}
 	if err := s.validate(); err != nil {
 		return nil, err

@@ -312,12 +312,7 @@ func (c *Client) QueryMessages(ctx context.Context, q MessageQuery) ([]*Message,
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *Message) int {
-		if a.StoreTimestamp != b.StoreTimestamp {
-			return cmpInt64(a.StoreTimestamp, b.StoreTimestamp)
-		}
-		return strings.Compare(a.OffsetMsgID, b.OffsetMsgID)
-	})
+	sortByStoreTime(out)
 	if len(out) > q.Max {
 		out = out[:q.Max]
 	}
@@ -345,6 +340,17 @@ func queryBounds(max, def int, begin, end time.Time) (int, int64, int64, error) 
 		return 0, 0, 0, invalidf("the begin time is after the end time")
 	}
 	return max, b, e, nil
+}
+
+// sortByStoreTime orders messages oldest first, those stored in the same
+// millisecond by offset message id.
+func sortByStoreTime(ms []*Message) {
+	slices.SortStableFunc(ms, func(a, b *Message) int {
+		if a.StoreTimestamp != b.StoreTimestamp {
+			return cmpInt64(a.StoreTimestamp, b.StoreTimestamp)
+		}
+		return strings.Compare(a.OffsetMsgID, b.OffsetMsgID)
+	})
 }
 
 func cmpInt64(a, b int64) int {

@@ -155,7 +155,7 @@ func createHeader(topic string, read, write, perm int32, typ string) *wire.Creat
 
 func (s *TopicSpec) validate() error {
 	if err := message.ValidateTopic(s.Name); err != nil {
-		return invalidf("%v", strings.TrimPrefix(err.Error(), "message: "))
+		return invalidName(err)
 	}
 	if s.Queues < 0 {
 		return invalidf("queue count %d: must be positive", s.Queues)
