@@ -2,13 +2,10 @@ package convert
 
 import (
 	"bytes"
-	"compress/zlib"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -21,10 +18,6 @@ import (
 // ErrCorrupt reports a stored record that cannot be delivered because it
 // does not decode.
 var ErrCorrupt = errors.New("convert: corrupt stored record")
-
-// MaxInflatedBody bounds the body Deliver inflates from a compressed
-// record; a body that would inflate to more is delivered as stored.
-const MaxInflatedBody = 64 << 20
 
 // Delivery is what one delivery adds to a stored record.
 type Delivery struct {
@@ -64,9 +57,9 @@ type Delivery struct {
 //     DLQ_ORIGIN_MESSAGE_ID), queue id and offset, and what d gives:
 //     receipt_handle, invisible_duration, delivery_attempt.
 //
-// A compressed body (SYSFLAG bit 0, zlib) is inflated, since RocketMQ 5
-// clients only understand gzip; a body that does not inflate, or that is
-// compressed with another codec, is delivered as stored. Protocol strings
+// A compressed body (SYSFLAG bit 0, with zlib, LZ4 or zstd as its
+// compression type says) is inflated, since RocketMQ 5 clients only
+// understand gzip; a body that does not inflate is delivered as stored. Protocol strings
 // are UTF-8: invalid bytes in properties become U+FFFD. The message's
 // strings alias nothing in rec, but an uncompressed body is rec's: rec
 // must not change while the message is in use.
@@ -409,39 +402,3 @@ var systemProperties = func() map[string]bool {
 	}
 	return m
 }()
-
-// zlibReaders recycles zlib readers, which allocate tens of KiB each.
-var zlibReaders sync.Pool
-
-// inflate returns the uncompressed body of a compressed record, or body
-// itself when it cannot: another codec than zlib, corrupt data, or more
-// than MaxInflatedBody bytes.
-func inflate(sysFlag int32, body []byte) []byte {
-	switch sysFlag & message.SysFlagCompressionMask {
-	case 0, message.SysFlagCompressionZlib:
-	default:
-		return body
-	}
-	src := bytes.NewReader(body)
-	var zr io.ReadCloser
-	if r, ok := zlibReaders.Get().(io.ReadCloser); ok {
-		if err := r.(zlib.Resetter).Reset(src, nil); err != nil {
-			zlibReaders.Put(r)
-			return body
-		}
-		zr = r
-	} else {
-		r, err := zlib.NewReader(src)
-		if err != nil {
-			return body
-		}
-		zr = r
-	}
-	defer zlibReaders.Put(zr)
-	out := bytes.NewBuffer(make([]byte, 0, min(4*len(body)+512, MaxInflatedBody+1)))
-	n, err := io.Copy(out, io.LimitReader(zr, MaxInflatedBody+1))
-	if err != nil || n > MaxInflatedBody {
-		return body
-	}
-	return out.Bytes()
-}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -222,10 +224,44 @@ func zlibBytes(t testing.TB, b []byte) []byte {
 	return buf.Bytes()
 }
 
+func lz4Bytes(t testing.TB, b []byte) []byte {
+	var buf bytes.Buffer
+	w := lz4.NewWriter(&buf)
+	w.Write(b)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func zstdBytes(t testing.TB, b []byte) []byte {
+	var buf bytes.Buffer
+	w, err := zstd.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(b)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// compressors gives, for each compression a RocketMQ client may set in
+// SYSFLAG, a function that compresses as that client does.
+func compressors() map[int32]func(testing.TB, []byte) []byte {
+	return map[int32]func(testing.TB, []byte) []byte{
+		message.SysFlagCompressed:                                  zlibBytes, // Go client, Java 4.x
+		message.SysFlagCompressed | message.SysFlagCompressionZlib: zlibBytes,
+		message.SysFlagCompressed | message.SysFlagCompressionLZ4:  lz4Bytes,
+		message.SysFlagCompressed | message.SysFlagCompressionZstd: zstdBytes,
+	}
+}
+
 func TestDeliverInflates(t *testing.T) {
 	body := bytes.Repeat([]byte("compressible "), 1000)
-	for _, flag := range []int32{message.SysFlagCompressed, message.SysFlagCompressed | message.SysFlagCompressionZlib} {
-		m, err := Deliver(stored(t, "T", zlibBytes(t, body), flag), Delivery{Topic: "T"})
+	for flag, compress := range compressors() {
+		m, err := Deliver(stored(t, "T", compress(t, body), flag), Delivery{Topic: "T"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,15 +274,21 @@ func TestDeliverInflates(t *testing.T) {
 		}
 	}
 
-	// Data that does not inflate, and other codecs, are delivered as
+	// Data that does not inflate, and unknown codecs, are delivered as
 	// stored, with the digest of what is sent.
+	const unknownCodec = 0x400
 	for _, c := range []struct {
 		flag int32
 		body []byte
 	}{
 		{message.SysFlagCompressed, []byte("not zlib")},
-		{message.SysFlagCompressed | message.SysFlagCompressionLZ4, []byte("lz4 frame")},
+		{message.SysFlagCompressed | message.SysFlagCompressionLZ4, []byte("not an lz4 frame")},
+		{message.SysFlagCompressed | message.SysFlagCompressionZstd, []byte("not a zstd frame")},
 		{message.SysFlagCompressed, zlibBytes(t, body)[:20]},
+		{message.SysFlagCompressed | message.SysFlagCompressionLZ4, lz4Bytes(t, body)[:20]},
+		{message.SysFlagCompressed | message.SysFlagCompressionZstd, zstdBytes(t, body)[:20]},
+		{message.SysFlagCompressed | message.SysFlagCompressionZstd, zlibBytes(t, body)},
+		{message.SysFlagCompressed | unknownCodec, zlibBytes(t, body)},
 	} {
 		m, err := Deliver(stored(t, "T", c.body, c.flag), Delivery{Topic: "T"})
 		if err != nil {
@@ -254,6 +296,22 @@ func TestDeliverInflates(t *testing.T) {
 		}
 		if !bytes.Equal(m.GetBody(), c.body) || m.GetSystemProperties().GetBodyDigest().GetChecksum() != md5Upper(c.body) {
 			t.Errorf("sysflag %#x: body %q", c.flag, m.GetBody())
+		}
+	}
+}
+
+// A body that would inflate past MaxInflatedBody is delivered as stored,
+// whatever its codec, rather than held in memory whole.
+func TestDeliverInflateBounded(t *testing.T) {
+	huge := make([]byte, MaxInflatedBody+1)
+	for flag, compress := range compressors() {
+		z := compress(t, huge)
+		m, err := Deliver(stored(t, "T", z, flag), Delivery{Topic: "T"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(m.GetBody(), z) {
+			t.Errorf("sysflag %#x: a body of %d bytes inflated to %d", flag, len(z), len(m.GetBody()))
 		}
 	}
 }
@@ -288,6 +346,8 @@ func FuzzDeliver(f *testing.F) {
 	f.Add(stored(f, "T", []byte("hello"), 0, message.PropertyTags, "a", message.PropertyKeys, "k1 k2", "u", "v"))
 	f.Add(stored(f, "%RETRY%G", []byte{}, 0, message.PropertyRetryTopic, "T", "TIMER_SRC", "17,3"))
 	f.Add(stored(f, "T", zlibBytes(f, []byte("zzzzzzzzzzzzzzzzzzzzzz")), message.SysFlagCompressed, message.PropertyShardingKey, "g"))
+	f.Add(stored(f, "T", lz4Bytes(f, []byte("llllllllllllllllllllll")), message.SysFlagCompressed|message.SysFlagCompressionLZ4))
+	f.Add(stored(f, "T", zstdBytes(f, []byte("ssssssssssssssssssssss")), message.SysFlagCompressed|message.SysFlagCompressionZstd))
 	f.Add([]byte{0, 0, 0, 91})
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		m, err := Deliver(rec, Delivery{Topic: "T", Handle: "h"})
