@@ -120,7 +120,7 @@ func TestCompressedBodiesToGRPC(t *testing.T) {
 		}
 		props := message.AppendProperties(nil, map[string]string{
 			message.PropertyUniqKey: fmt.Sprintf("C0A80001000018B4AAC2%012X", i),
-			message.PropertyTags:      c.name,
+			message.PropertyTags:    c.name,
 		})
 		resp := k.invoke(wire.SendMessageV2, &wire.SendMessageRequestHeader{
 			ProducerGroup: "java-style", Topic: topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
