@@ -104,19 +104,25 @@ func (e *Engine) retry(group string, m *message.Message, delay time.Duration) er
 	return e.schedule(s, t, rq, m, dueAfter(delay))
 }
 
+// ResendResult is where ResendDeadLetter put a dead letter back.
+type ResendResult struct {
+	Topic string // the topic the dead letter came from
+	SendResult
+}
+
 // ResendDeadLetter puts the dead letter msgID of group back on the topic it
 // came from, as a new message with its id, keys and properties and a fresh
 // attempt count.
-func (e *Engine) ResendDeadLetter(ctx context.Context, group, msgID string) (SendResult, error) {
+func (e *Engine) ResendDeadLetter(ctx context.Context, group, msgID string) (ResendResult, error) {
 	if err := e.checkOpen(); err != nil {
-		return SendResult{}, err
+		return ResendResult{}, err
 	}
 	if err := e.WaitDispatched(ctx); err != nil {
-		return SendResult{}, err
+		return ResendResult{}, err
 	}
 	m, err := e.MessageByIDInTopic(msgID, message.DLQTopic(group))
 	if err != nil {
-		return SendResult{}, fmt.Errorf("%w: group %s has no dead letter %s", ErrMessageNotFound, group, msgID)
+		return ResendResult{}, fmt.Errorf("%w: group %s has no dead letter %s", ErrMessageNotFound, group, msgID)
 	}
 	origin := m.DeadLetterOrigin()
 	for _, k := range []string{message.PropertyDLQOriginTopic, message.PropertyDLQOriginMessageID, message.PropertyRetryTopic, propertyTimerSource} {
@@ -124,7 +130,8 @@ func (e *Engine) ResendDeadLetter(ctx context.Context, group, msgID string) (Sen
 	}
 	m.Topic = origin
 	m.ReconsumeTimes = 0
-	return e.Send(ctx, m)
+	res, err := e.Send(ctx, m)
+	return ResendResult{Topic: origin, SendResult: res}, err
 }
 
 // ResetOffset moves group's position in every queue of topic to the first

@@ -52,7 +52,7 @@ func TestSendBackRetriesThenDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := waitMessages(t, e, "T", 0, 2, time.Second)[1]
-	if back.UniqKey() != sent.MsgID || back.ReconsumeTimes != 0 || res.QueueOffset != 1 {
+	if back.UniqKey() != sent.MsgID || back.ReconsumeTimes != 0 || res.QueueOffset != 1 || res.Topic != "T" {
 		t.Fatalf("resent dead letter: %+v", back)
 	}
 	// The dead letter stays where it is, and can be resent again (the

@@ -282,3 +282,32 @@ func TestTopicsChangedByEngine(t *testing.T) {
 	}
 	changed("the engine deleted a topic")
 }
+
+// KARMAN_RESEND_DEAD_LETTER puts a dead letter back on the topic it came
+// from and names that topic in its answer, whether the dead letter says so
+// with DLQ_ORIGIN_TOPIC (Karman, RocketMQ 5) or only with RETRY_TOPIC.
+func TestResendDeadLetter(t *testing.T) {
+	h := newHarness(t)
+	p := h.dial(nil)
+	dlq := message.DLQTopic("G")
+	h.send(p, dlq, 0, "first", "UNIQ_KEY", "u-1", message.PropertyDLQOriginTopic, "Orders", message.PropertyRetryTopic, "Other")
+	h.send(p, dlq, 0, "second", "UNIQ_KEY", "u-2", message.PropertyRetryTopic, "Payments")
+	for _, c := range []struct{ id, topic, body string }{{"u-1", "Orders", "first"}, {"u-2", "Payments", "second"}} {
+		resp := invoke(t, p, request(wire.KarmanResendDeadLetter, &wire.ResendDeadLetterRequestHeader{Group: "G", MsgID: c.id}, nil))
+		wantCode(t, resp, wire.Success)
+		var got wire.ResendDeadLetterResponseHeader
+		if err := resp.DecodeHeader(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Topic != c.topic || got.MsgID != c.id || got.QueueOffset != 0 {
+			t.Errorf("resend %s: answer %+v, want topic %s", c.id, got, c.topic)
+		}
+		h.dispatched()
+		msgs := records(t, h.pull(p, pullHeader("reader", c.topic, got.QueueID, 0)).Body)
+		if len(msgs) != 1 || string(msgs[0].Body) != c.body || msgs[0].UniqKey() != c.id {
+			t.Errorf("resend %s: %s holds %+v", c.id, c.topic, msgs)
+		}
+	}
+	resp := invoke(t, p, request(wire.KarmanResendDeadLetter, &wire.ResendDeadLetterRequestHeader{Group: "G", MsgID: "u-3"}, nil))
+	wantCode(t, resp, wire.QueryNotFound)
+}

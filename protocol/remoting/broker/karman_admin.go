@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/karmanmq/karman/engine"
-	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -44,10 +43,6 @@ func (b *Broker) resendDeadLetter(ctx context.Context, c *server.Conn, req *wire
 	if err := decodeHeader(req, &h); err != nil {
 		return errorResponse(req, err)
 	}
-	m, err := b.eng.MessageByIDInTopic(h.MsgID, message.DLQTopic(h.Group))
-	if err != nil {
-		return wire.NewResponse(req, wire.QueryNotFound, "no dead letter "+h.MsgID+" of group "+h.Group)
-	}
 	res, err := b.eng.ResendDeadLetter(ctx, h.Group, h.MsgID)
 	if err != nil {
 		if errors.Is(err, engine.ErrMessageNotFound) {
@@ -57,7 +52,7 @@ func (b *Broker) resendDeadLetter(ctx context.Context, c *server.Conn, req *wire
 	}
 	resp := success(req)
 	resp.EncodeHeader(&wire.ResendDeadLetterResponseHeader{
-		Topic:       m.Properties[message.PropertyDLQOriginTopic],
+		Topic:       res.Topic,
 		MsgID:       res.MsgID,
 		OffsetMsgID: res.OffsetMsgID(),
 		QueueID:     res.QueueID,
