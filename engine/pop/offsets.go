@@ -52,18 +52,6 @@ func (s *Offsets) Has(off int64) bool {
 	return i < len(s.runs) && s.runs[i].lo <= off
 }
 
-// Len returns the number of offsets in the set.
-func (s *Offsets) Len() int64 {
-	var n int64
-	for _, r := range s.runs {
-		n += r.hi - r.lo
-	}
-	return n
-}
-
-// Empty reports whether the set holds no offset.
-func (s *Offsets) Empty() bool { return len(s.runs) == 0 }
-
 // TakeRunAt removes the run that starts at lo, if there is one, and
 // returns the offset after it; otherwise it returns lo.
 func (s *Offsets) TakeRunAt(lo int64) int64 {
@@ -94,14 +82,3 @@ func (s *Offsets) DropBelow(off int64) {
 
 // Clear empties the set.
 func (s *Offsets) Clear() { s.runs = nil }
-
-// All returns the offsets in order (for tests and small sets).
-func (s *Offsets) All() []int64 {
-	var out []int64
-	for _, r := range s.runs {
-		for off := r.lo; off < r.hi; off++ {
-			out = append(out, off)
-		}
-	}
-	return out
-}

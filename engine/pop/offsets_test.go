@@ -129,3 +129,26 @@ func TestUnmarshalEarlierFormat(t *testing.T) {
 		t.Fatalf("decoded AckedBelow %d, done %v, err %v; want 12, none", q.AckedBelow, q.Done.All(), err)
 	}
 }
+
+// Len returns the number of offsets in the set.
+func (s *Offsets) Len() int64 {
+	var n int64
+	for _, r := range s.runs {
+		n += r.hi - r.lo
+	}
+	return n
+}
+
+// Empty reports whether the set holds no offset.
+func (s *Offsets) Empty() bool { return len(s.runs) == 0 }
+
+// All returns the offsets in order.
+func (s *Offsets) All() []int64 {
+	var out []int64
+	for _, r := range s.runs {
+		for off := r.lo; off < r.hi; off++ {
+			out = append(out, off)
+		}
+	}
+	return out
+}
