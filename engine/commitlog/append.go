@@ -70,6 +70,9 @@ func (l *Log) write(recs [][]byte, s Stamper, offs []int64, total int) (end int6
 			return 0, err
 		}
 	}
+	if l.writeThrough {
+		return l.writeFile(recs, s, offs, total)
+	}
 	seg, start := l.active, l.pos
 	done := false
 	defer func() {
@@ -110,8 +113,9 @@ func (l *Log) roll() error {
 	if err != nil {
 		return err
 	}
-	if int(l.segSize)-l.pos >= headerSize {
-		putMarker(old.data, l.pos, old.base+int64(l.pos))
+	if err := l.endSegment(); err != nil {
+		next.release()
+		return err
 	}
 	old.lastWrite.Store(l.now().UnixNano())
 
@@ -127,7 +131,23 @@ func (l *Log) roll() error {
 	// Publish only after the list holds next (see segmentAt).
 	l.end.Store(next.base)
 	l.requestPrealloc(next.base + l.segSize)
-	return nil
+	return l.openFile()
+}
+
+// endSegment ends the active segment with a marker, if there is room for
+// one. Called with wmu held.
+func (l *Log) endSegment() error {
+	if int(l.segSize)-l.pos < headerSize {
+		return nil
+	}
+	off := l.active.base + int64(l.pos)
+	if !l.writeThrough {
+		putMarker(l.active.data, l.pos, off)
+		return nil
+	}
+	var h [headerSize]byte
+	encodeMarker(h[:], int(l.segSize)-l.pos, off)
+	return l.pwrite(h[:], l.pos)
 }
 
 // nextSegment returns the segment for base: the preallocated one if it is

@@ -120,12 +120,18 @@ func putRecord(data []byte, pos int, off int64, payload []byte) int {
 	return size
 }
 
-// putMarker writes an end-of-segment marker at pos of data, which must have
-// room for a header.
+// putMarker writes an end-of-segment marker at pos of data, the mapping of
+// a segment, which must have room for a header.
 func putMarker(data []byte, pos int, off int64) {
-	binary.LittleEndian.PutUint32(data[pos+8:], uint32(len(data)-pos))
-	binary.LittleEndian.PutUint32(data[pos+4:], crc32.Update(offsetCRC(off), castagnoli, data[pos+8:pos+headerSize]))
-	binary.LittleEndian.PutUint32(data[pos:], markerMagic)
+	encodeMarker(data[pos:pos+headerSize], len(data)-pos, off)
+}
+
+// encodeMarker writes into h (headerSize bytes) the header of a marker at
+// log offset off that covers the rest bytes left in its segment.
+func encodeMarker(h []byte, rest int, off int64) {
+	binary.LittleEndian.PutUint32(h[8:], uint32(rest))
+	binary.LittleEndian.PutUint32(h[4:], crc32.Update(offsetCRC(off), castagnoli, h[8:headerSize]))
+	binary.LittleEndian.PutUint32(h[0:], markerMagic)
 }
 
 // findFrame returns the first position p in [from, to) (rounded up to

@@ -22,12 +22,17 @@ type Log struct {
 	segSize    int64
 	maxPayload int
 	lock       *os.File
+	// writeThrough appends with pwrite instead of copying into the
+	// mapping (see writeFile); set with FlushSync.
+	writeThrough bool
 
 	// Written only under wmu.
 	wmu        sync.Mutex
 	active     *segment // last segment of the list; the one being appended to
 	pos        int      // next write position in active
 	prePending bool     // a segment was requested from the preallocator
+	file       *os.File // with writeThrough: active's file, open for writing
+	frames     []byte   // with writeThrough: the batch being written
 	preReq     chan int64
 	preRes     chan preallocated
 
@@ -93,16 +98,17 @@ func Open(dir string, opts *Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{
-		dir:        dir,
-		opts:       o,
-		logger:     o.Logger,
-		segSize:    o.SegmentSize,
-		maxPayload: int(o.SegmentSize - headerSize),
-		lock:       lock,
-		preReq:     make(chan int64, 1),
-		preRes:     make(chan preallocated, 1),
-		kick:       make(chan struct{}, 1),
-		stop:       make(chan struct{}),
+		dir:          dir,
+		opts:         o,
+		logger:       o.Logger,
+		segSize:      o.SegmentSize,
+		maxPayload:   int(o.SegmentSize - headerSize),
+		lock:         lock,
+		writeThrough: o.Flush == FlushSync,
+		preReq:       make(chan int64, 1),
+		preRes:       make(chan preallocated, 1),
+		kick:         make(chan struct{}, 1),
+		stop:         make(chan struct{}),
 	}
 	if l.maxPayload > 1<<32-1 {
 		l.maxPayload = 1<<32 - 1
@@ -110,6 +116,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 	l.flushCond.L = &l.flushMu
 	l.segs.Store(new([]*segment))
 	if err := l.load(); err != nil {
+		l.closeFile()
 		l.releaseAll()
 		if l.ck != nil {
 			l.ck.close()
@@ -208,6 +215,9 @@ func (l *Log) load() error {
 	l.active = segs[len(segs)-1]
 	l.pos = int(end - l.active.base)
 	l.end.Store(end)
+	if err := l.openFile(); err != nil {
+		return err
+	}
 
 	// Make what recovery kept durable so that FlushedOffset is honest: the
 	// page cache may hold writes of a process that crashed.
@@ -268,6 +278,7 @@ func (l *Log) Close() error {
 	l.flushCond.Broadcast()
 	l.flushMu.Unlock()
 
+	l.closeFile()
 	l.releaseAll()
 	l.syncMu.Lock()
 	if cerr := l.ck.close(); err == nil && cerr != nil {

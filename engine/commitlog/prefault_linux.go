@@ -8,11 +8,12 @@ import (
 )
 
 // Prefaulting: the first write to each page of a fresh segment traps into
-// the kernel, which costs more than copying the record itself. A background
-// goroutine therefore populates, writable, the pages just ahead of the
-// writer: a window sized to about a second of the recent write rate (so
-// idle logs prefault nothing and pages are overwritten soon after they are
-// touched, before the kernel would write their zeros back).
+// the kernel (or, written through, makes the kernel allocate and zero the
+// page), which costs more than copying the record itself. A background
+// goroutine therefore populates the pages just ahead of the writer: a
+// window sized to about a second of the recent write rate (so idle logs
+// prefault nothing and pages populated writable are overwritten soon after
+// they are touched, before the kernel would write their zeros back).
 const (
 	prefaultTick      = 50 * time.Millisecond
 	prefaultMaxWindow = 64 << 20
@@ -58,10 +59,20 @@ func (l *Log) prefault(from, to int64) bool {
 	if b <= a {
 		return true
 	}
-	err := unix.Madvise(s.data[a:b], unix.MADV_POPULATE_WRITE)
+	err := unix.Madvise(s.data[a:b], l.populate())
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
 		l.logger.Info("commitlog: this kernel cannot prefault pages; appends will take page faults")
 		return false
 	}
 	return true
+}
+
+// populate is the advice that prefaults: writable pages for appends that
+// copy into the mapping, readable ones for appends that write through
+// (which must not find them mapped writable; see writeFile).
+func (l *Log) populate() int {
+	if l.writeThrough {
+		return unix.MADV_POPULATE_READ
+	}
+	return unix.MADV_POPULATE_WRITE
 }
