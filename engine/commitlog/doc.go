@@ -117,10 +117,10 @@
 // flusher goroutine syncs everything written so far and wakes every appender
 // it covered, so concurrent appenders share a sync. Before a sync the
 // flusher may wait a little for more appenders: for as many as the last
-// sync covered plus those that arrived while it ran, at most as long as that
-// sync took (2 ms at most), so that appenders who come back from a sync a
-// little apart, as producers with a round trip between two messages do,
-// share the next one. With FlushSync, appends write their frames to the
+// sync covered plus those that arrived while it ran, at least as long as
+// that sync took and longer when many are still missing (2 ms at most), so
+// that appenders who come back from a sync a little apart, as producers
+// with a round trip between two messages do, share the next one. With FlushSync, appends write their frames to the
 // segment file with pwrite instead of copying them into the mapping, so
 // that a sync never has to make mapped pages read-only again (see
 // writethrough.go); readers read through the mapping either way. The

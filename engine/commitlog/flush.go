@@ -164,22 +164,19 @@ const gatherMax = 2 * time.Millisecond
 // every cycle costs about two syncs. So the flusher expects as many
 // appenders as the last sync covered plus those that arrived while it
 // ran, and waits for them: until that many are waiting, or for as long as
-// the last sync took (at most gatherMax), whichever comes first. It does
-// not wait when that many are waiting already, nor when the last sync
-// covered only one appender and none arrived meanwhile (a lone appender);
-// a wait that ends early teaches it to expect fewer next time.
+// waitFor allows, whichever comes first. It does not wait when that many
+// are waiting already, nor when the last sync covered only one appender
+// and none arrived meanwhile (a lone appender); a wait that ends early
+// teaches it to expect fewer next time.
 func (l *Log) gather(t *time.Timer) bool {
 	l.syncMu.Lock()
 	expect := l.lastGroup + l.lastLate
 	covered := l.covered
-	window := min(l.lastSync, gatherMax)
+	lastSync := l.lastSync
 	l.syncMu.Unlock()
-	if h := l.opts.hooks; h != nil && h.gatherWindow != nil {
-		window = h.gatherWindow(window)
-	}
 	// Nobody waits when the kick came from appenders that the last
 	// sync covered already.
-	if expect <= 1 || window <= 0 || l.arrivals.Load() <= covered {
+	if expect <= 1 || lastSync <= 0 || l.arrivals.Load() <= covered {
 		return true
 	}
 	until := covered + expect
@@ -188,9 +185,19 @@ func (l *Log) gather(t *time.Timer) bool {
 	// itself, and this checks arrivals after setting it.
 	l.gatherUntil.Store(until)
 	defer l.gatherUntil.Store(0)
-	if l.arrivals.Load() >= until {
+	arrived := l.arrivals.Load()
+	if arrived >= until {
 		return true
 	}
+	window := waitFor(lastSync, l.pace, until-arrived)
+	if h := l.opts.hooks; h != nil && h.gatherWindow != nil {
+		window = h.gatherWindow(window)
+	}
+	if window <= 0 {
+		return true
+	}
+	start := time.Now()
+	defer func() { l.notePace(time.Since(start), l.arrivals.Load()-arrived) }()
 	t.Reset(window)
 	defer t.Stop()
 	for l.arrivals.Load() < until {
@@ -203,4 +210,35 @@ func (l *Log) gather(t *time.Timer) bool {
 		}
 	}
 	return true
+}
+
+// waitFor is how long a gather waits for missing appenders: three times
+// as long as they should take to arrive one after another at pace (the
+// pace seen in earlier gathers), but at least as long as the last sync
+// took and at most gatherMax.
+//
+// The appenders a sync released come back one after another, as the CPUs
+// get through their acknowledgements and their next requests, so the more
+// of them a sync covered, the longer the last ones take. One that misses a
+// sync waits for the whole of the next and is missing from it, so waiting
+// a little long costs less than giving up early: with 16 synchronous
+// producers on 2 CPUs this waited about three times as long as a sync and
+// moved 7% more messages than waiting as long as a sync, with 4 or 8 it
+// waits as long as a sync, as before.
+func waitFor(lastSync, pace time.Duration, missing int64) time.Duration {
+	return min(max(lastSync, 3*time.Duration(missing)*pace), gatherMax)
+}
+
+// notePace updates the pace at which appenders came back during gathers
+// with a gather that waited d while n arrived.
+func (l *Log) notePace(d time.Duration, n int64) {
+	if n <= 0 {
+		return
+	}
+	p := d / time.Duration(n)
+	if l.pace == 0 {
+		l.pace = p
+		return
+	}
+	l.pace = (3*l.pace + p) / 4
 }

@@ -321,3 +321,43 @@ func TestSyncCloseWhileGathering(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitFor checks how long a gather waits: at least the last sync,
+// three times the missing appenders' expected arrival at the pace seen so
+// far when that is longer, never more than gatherMax.
+func TestWaitFor(t *testing.T) {
+	us := time.Microsecond
+	for _, c := range []struct {
+		sync, pace time.Duration
+		missing    int64
+		want       time.Duration
+	}{
+		{300 * us, 0, 12, 300 * us},             // no pace yet
+		{300 * us, 25 * us, 3, 300 * us},        // few missing: the sync's length
+		{300 * us, 25 * us, 12, 900 * us},       // many missing: 3 × 12 × 25 µs
+		{300 * us, 200 * us, 16, gatherMax},     // capped
+		{5 * time.Millisecond, 0, 1, gatherMax}, // a slow disk: capped too
+	} {
+		if got := waitFor(c.sync, c.pace, c.missing); got != c.want {
+			t.Errorf("waitFor(%v, %v, %d) = %v, want %v", c.sync, c.pace, c.missing, got, c.want)
+		}
+	}
+}
+
+// TestNotePace checks that the pace follows the gathers' arrivals: the
+// first sets it, later ones move it a quarter of the way.
+func TestNotePace(t *testing.T) {
+	var l Log
+	l.notePace(time.Millisecond, 0) // nobody came: nothing learned
+	if l.pace != 0 {
+		t.Fatalf("pace %v after a gather nobody came to", l.pace)
+	}
+	l.notePace(400*time.Microsecond, 10)
+	if l.pace != 40*time.Microsecond {
+		t.Fatalf("pace %v after 10 arrivals in 400 µs, want 40 µs", l.pace)
+	}
+	l.notePace(80*time.Microsecond, 1)
+	if l.pace != 50*time.Microsecond {
+		t.Fatalf("pace %v after one arrival in 80 µs, want 50 µs", l.pace)
+	}
+}

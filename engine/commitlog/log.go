@@ -67,6 +67,7 @@ type Log struct {
 	lastGroup   int64         // arrivals the last sync covered
 	lastLate    int64         // arrivals while it ran
 	lastSync    time.Duration // how long it took
+	pace        time.Duration // between arrivals while gathering (flusher goroutine only)
 
 	corrMu      sync.Mutex
 	corruptions []Corruption
