@@ -6,6 +6,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -215,28 +216,22 @@ func TestDeliverRetryAndDeadLetter(t *testing.T) {
 }
 
 func zlibBytes(t testing.TB, b []byte) []byte {
-	var buf bytes.Buffer
-	w := zlib.NewWriter(&buf)
-	w.Write(b)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return compress(t, b, func(w io.Writer) (io.WriteCloser, error) { return zlib.NewWriter(w), nil })
 }
 
 func lz4Bytes(t testing.TB, b []byte) []byte {
-	var buf bytes.Buffer
-	w := lz4.NewWriter(&buf)
-	w.Write(b)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return compress(t, b, func(w io.Writer) (io.WriteCloser, error) { return lz4.NewWriter(w), nil })
 }
 
 func zstdBytes(t testing.TB, b []byte) []byte {
+	return compress(t, b, func(w io.Writer) (io.WriteCloser, error) { return zstd.NewWriter(w) })
+}
+
+// compress writes b through the writer open makes and returns what it
+// wrote.
+func compress(t testing.TB, b []byte, open func(io.Writer) (io.WriteCloser, error)) []byte {
 	var buf bytes.Buffer
-	w, err := zstd.NewWriter(&buf)
+	w, err := open(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -148,28 +149,28 @@ func TestCompressedBodiesToGRPC(t *testing.T) {
 }
 
 func zlibCompress(b []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	w := zlib.NewWriter(&buf)
-	w.Write(b)
-	err := w.Close()
-	return buf.Bytes(), err
+	return compressWith(b, func(w io.Writer) (io.WriteCloser, error) { return zlib.NewWriter(w), nil })
 }
 
 func lz4Compress(b []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	w := lz4.NewWriter(&buf)
-	w.Write(b)
-	err := w.Close()
-	return buf.Bytes(), err
+	return compressWith(b, func(w io.Writer) (io.WriteCloser, error) { return lz4.NewWriter(w), nil })
 }
 
 func zstdCompress(b []byte) ([]byte, error) {
-	enc, err := zstd.NewWriter(nil)
+	return compressWith(b, func(w io.Writer) (io.WriteCloser, error) { return zstd.NewWriter(w) })
+}
+
+// compressWith writes b through the writer open makes and returns what
+// it wrote.
+func compressWith(b []byte, open func(io.Writer) (io.WriteCloser, error)) ([]byte, error) {
+	var buf bytes.Buffer
+	w, err := open(&buf)
 	if err != nil {
 		return nil, err
 	}
-	defer enc.Close()
-	return enc.EncodeAll(b, nil), nil
+	w.Write(b)
+	err = w.Close()
+	return buf.Bytes(), err
 }
 
 // TestRemotingToGRPC: messages a Go producer sends over remoting (single,
