@@ -31,14 +31,15 @@ type Engine struct {
 	opts Options
 	dir  string
 
-	log    *commitlog.Log
-	idx    *pebble.DB // consume queues and key index; derived from the log
-	queues *queue.Store
-	keys   *index.Index
-	timers *timer.Store
-	sched  *timer.Scheduler
-	meta   *meta.Store
-	ids    *message.Generator
+	log     *commitlog.Log
+	idx     *pebble.DB           // consume queues and key index; derived from the log
+	idxErrs *kv.BackgroundErrors // the index's failed flushes and compactions
+	queues  *queue.Store
+	keys    *index.Index
+	timers  *timer.Store
+	sched   *timer.Scheduler
+	meta    *meta.Store
+	ids     *message.Generator
 
 	topics    sync.Map     // topic name → *topicState
 	topicsGen atomic.Int64 // bumped when a topic state is dropped
@@ -115,11 +116,14 @@ func (e *Engine) open() error {
 	}
 	cache := pebble.NewCache(e.opts.IndexCacheSize)
 	defer cache.Unref()
+	e.idxErrs = kv.NewBackgroundErrors(e.opts.Logger)
 	e.idx, err = pebble.Open(filepath.Join(e.dir, "index"), &pebble.Options{
-		DisableWAL:   true,
-		Logger:       kv.Logger{L: e.opts.Logger},
-		MemTableSize: 64 << 20,
-		Cache:        cache,
+		DisableWAL:    true,
+		Logger:        kv.Logger{L: e.opts.Logger},
+		EventListener: e.idxErrs.Listener(),
+		MemTableSize:  64 << 20,
+		Cache:         cache,
+		FS:            e.opts.indexFS,
 	})
 	if err != nil {
 		return fmt.Errorf("engine: open index: %w", err)
@@ -167,12 +171,41 @@ func (e *Engine) closeStores() error {
 		errs = append(errs, e.log.Close())
 	}
 	if e.idx != nil {
-		errs = append(errs, e.idx.Flush(), e.idx.Close())
+		errs = append(errs, e.flushIndex(), e.idx.Close())
 	}
 	if e.meta != nil {
 		errs = append(errs, e.meta.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// indexFlushTimeout bounds how long Close waits for the index to reach
+// the disk.
+const indexFlushTimeout = time.Minute
+
+// flushIndex writes the index's memtables to disk, so that the next Open
+// need not dispatch again what they hold. It gives up when the flush fails
+// (pebble would retry it for ever, a full disk never letting it succeed)
+// or takes longer than indexFlushTimeout: the index is derived from the
+// commit log, and the next Open dispatches again from the last checkpoint
+// that reached the disk.
+func (e *Engine) flushIndex() error {
+	failed := e.idxErrs.Next()
+	done, err := e.idx.AsyncFlush()
+	if err != nil {
+		return fmt.Errorf("engine: flush index: %w", err)
+	}
+	t := time.NewTimer(indexFlushTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-failed:
+		err = e.idxErrs.Last()
+	case <-t.C:
+		err = fmt.Errorf("not done after %s", indexFlushTimeout)
+	}
+	return fmt.Errorf("engine: index not flushed, the next start dispatches again from its last checkpoint: %w", err)
 }
 
 // clientExpiryInterval is how often clients silent for too long are

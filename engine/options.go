@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // FlushMode says when appended messages are forced to disk.
@@ -123,6 +125,10 @@ type Options struct {
 	// AppendLatency, when set, is called after each append (one call per
 	// Send or SendBatch) with its duration. It must be fast.
 	AppendLatency func(time.Duration)
+
+	// indexFS, when set, is the file system of the index database (tests
+	// inject failures with it).
+	indexFS vfs.FS
 }
 
 // Defaults.

@@ -37,7 +37,10 @@ type Store struct {
 // Open opens (creating if needed) the metadata store in dir. Pebble's own
 // log lines go to logger, which may be nil.
 func Open(dir string, logger *slog.Logger) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: kv.Logger{L: logger}})
+	db, err := pebble.Open(dir, &pebble.Options{
+		Logger:        kv.Logger{L: logger},
+		EventListener: kv.NewBackgroundErrors(logger).Listener(),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("meta: open %s: %w", dir, err)
 	}
