@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/karmanmq/karman/engine/internal/kv"
@@ -41,6 +42,9 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 		Logger:        kv.Logger{L: logger},
 		EventListener: kv.NewBackgroundErrors(logger).Listener(),
 	})
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, fmt.Errorf("meta: %s is in use by another process; is another karman running on this data directory? (%w)", dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("meta: open %s: %w", dir, err)
 	}
