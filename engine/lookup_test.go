@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -148,4 +149,38 @@ func BenchmarkMessageByID(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestStoreTime checks that StoreTime gives each stored message's store
+// time and refuses offsets with no message.
+func TestStoreTime(t *testing.T) {
+	e := openTest(t, t.TempDir(), nil)
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	ctx := context.Background()
+	var sent []SendResult
+	for i := range 3 {
+		res, err := e.Send(ctx, newMsg("T", strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, res)
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range sent {
+		ts, err := e.StoreTime("T", 0, res.QueueOffset)
+		if err != nil || ts != res.StoreTimestamp {
+			t.Errorf("store time of offset %d = %d, %v; want %d", res.QueueOffset, ts, err, res.StoreTimestamp)
+		}
+	}
+	for _, off := range []int64{-1, 3} {
+		if _, err := e.StoreTime("T", 0, off); !errors.Is(err, ErrMessageNotFound) {
+			t.Errorf("store time of offset %d: %v, want ErrMessageNotFound", off, err)
+		}
+	}
+	if _, err := e.StoreTime("Nope", 0, 0); !errors.Is(err, ErrTopicNotFound) {
+		t.Errorf("store time in an unknown topic: %v", err)
+	}
 }

@@ -283,6 +283,30 @@ func (e *Engine) queueMin(q *queueState) (int64, error) {
 	return lo, nil
 }
 
+// StoreTime returns the store time (ms since the epoch) of the message at
+// offset of (topic, queueID), or an error matching ErrMessageNotFound when
+// no message is stored there (any more, or yet).
+func (e *Engine) StoreTime(topic string, queueID int32, offset int64) (int64, error) {
+	q, err := e.readQueue(topic, queueID)
+	if err != nil {
+		return 0, err
+	}
+	first, err := e.queueMin(q)
+	if err != nil {
+		return 0, err
+	}
+	if offset >= first && offset < q.end.Load() {
+		en, ok, err := e.queues.Get(q.topic, q.id, offset)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return en.StoreTimestamp, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: %s/%d has no message at offset %d", ErrMessageNotFound, topic, queueID, offset)
+}
+
 // OffsetByTime returns the offset of the first message of (topic, queueID)
 // stored at or after ts (ms since the epoch); MaxOffset when none is.
 func (e *Engine) OffsetByTime(topic string, queueID int32, ts int64) (int64, error) {

@@ -162,6 +162,7 @@ func TestConsumerConnectionAndStats(t *testing.T) {
 	if err := h.eng.CreateTopic(meta.Topic{Name: "TopicT", ReadQueues: 2, WriteQueues: 2}); err != nil {
 		t.Fatal(err)
 	}
+	sentAfter := time.Now().UnixMilli()
 	for range 3 {
 		h.send(p, "TopicT", 0, "m")
 	}
@@ -208,10 +209,51 @@ func TestConsumerConnectionAndStats(t *testing.T) {
 	if err := json.Unmarshal(resp.Body, &ts); err != nil {
 		t.Fatal(err)
 	}
-	if o := ts.OffsetTable[wire.MessageQueue{Topic: "TopicT", BrokerName: DefaultBrokerName, QueueID: 0}]; o.MinOffset != 0 || o.MaxOffset != 3 {
-		t.Fatalf("topic stats %s", resp.Body)
+	last, err := h.eng.StoreTime("TopicT", 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := ts.OffsetTable[wire.MessageQueue{Topic: "TopicT", BrokerName: DefaultBrokerName, QueueID: 0}]; o.MinOffset != 0 || o.MaxOffset != 3 || o.LastUpdateTimestamp != last || last < sentAfter {
+		t.Fatalf("topic stats %s, want the last store time %d", resp.Body, last)
 	}
 	wantCode(t, invoke(t, p, request(wire.GetTopicStatsInfo, &wire.GetTopicStatsInfoRequestHeader{Topic: "Nope"}, nil)), wire.TopicNotExist)
+}
+
+// GET_EARLIEST_MSG_STORETIME answers the store time of a queue's first
+// message, and -1 for an empty queue or an unknown topic.
+func TestEarliestMsgStoretime(t *testing.T) {
+	h := newHarness(t)
+	p := h.dial(nil)
+	if err := h.eng.CreateTopic(meta.Topic{Name: "TopicE", ReadQueues: 2, WriteQueues: 2}); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().UnixMilli()
+	h.send(p, "TopicE", 0, "first")
+	h.send(p, "TopicE", 0, "second")
+	h.dispatched()
+	first, err := h.eng.StoreTime("TopicE", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earliest := func(topic string, queue int32) int64 {
+		t.Helper()
+		resp := invoke(t, p, request(wire.GetEarliestMsgStoretime, &wire.GetEarliestMsgStoretimeRequestHeader{Topic: topic, QueueID: queue}, nil))
+		wantCode(t, resp, wire.Success)
+		var rh wire.GetEarliestMsgStoretimeResponseHeader
+		if err := resp.DecodeHeader(&rh); err != nil {
+			t.Fatal(err)
+		}
+		return rh.Timestamp
+	}
+	if got := earliest("TopicE", 0); got != first || got < before {
+		t.Errorf("earliest store time of a queue = %d, want %d (sent after %d)", got, first, before)
+	}
+	if got := earliest("TopicE", 1); got != -1 {
+		t.Errorf("earliest store time of an empty queue = %d, want -1", got)
+	}
+	if got := earliest("Nope", 0); got != -1 {
+		t.Errorf("earliest store time of an unknown topic = %d, want -1", got)
+	}
 }
 
 // GET_PRODUCER_CONNECTION_LIST lists a producer group's live clients, and

@@ -156,6 +156,7 @@ func (b *Broker) Register(mux *server.Mux) {
 	mux.HandleFunc(wire.UpdateConsumerOffset, server.KindConsume, b.updateConsumerOffset)
 	mux.HandleFunc(wire.GetMaxOffset, server.KindConsume, b.getMaxOffset)
 	mux.HandleFunc(wire.GetMinOffset, server.KindConsume, b.getMinOffset)
+	mux.HandleFunc(wire.GetEarliestMsgStoretime, server.KindConsume, b.getEarliestMsgStoretime)
 	mux.HandleFunc(wire.SearchOffsetByTimestamp, server.KindConsume, b.searchOffsetByTimestamp)
 	mux.HandleFunc(wire.LockBatchMQ, server.KindConsume, b.lockBatchMQ)
 	mux.HandleFunc(wire.UnlockBatchMQ, server.KindConsume, b.unlockBatchMQ)

@@ -35,6 +35,31 @@ func (b *Broker) getMinOffset(ctx context.Context, c *server.Conn, req *wire.Com
 	return offsetResponse(req, off, err)
 }
 
+// getEarliestMsgStoretime serves GET_EARLIEST_MSG_STORETIME (32): the
+// store time of the first message still in the queue, -1 when the queue
+// holds none (Java answers the same, with SUCCESS).
+func (b *Broker) getEarliestMsgStoretime(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
+	var h wire.GetEarliestMsgStoretimeRequestHeader
+	if err := decodeHeader(req, &h); err != nil {
+		return errorResponse(req, err)
+	}
+	ts := int64(-1)
+	first, err := b.eng.MinOffset(h.Topic, h.QueueID)
+	if err == nil {
+		ts, err = b.eng.StoreTime(h.Topic, h.QueueID, first)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, engine.ErrMessageNotFound), errors.Is(err, engine.ErrTopicNotFound), errors.Is(err, engine.ErrInvalidQueue):
+		ts = -1
+	default:
+		return errorResponse(req, err)
+	}
+	resp := success(req)
+	resp.EncodeHeader(&wire.GetEarliestMsgStoretimeResponseHeader{Timestamp: ts})
+	return resp
+}
+
 // searchOffsetByTimestamp answers the first offset stored at or after the
 // timestamp (boundary LOWER, the default), or the last one stored at or
 // before it (UPPER); the max offset when nothing was stored since.

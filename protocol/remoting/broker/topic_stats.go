@@ -9,7 +9,7 @@ import (
 
 // getTopicStatsInfo serves GET_TOPIC_STATS_INFO (202): the min and max
 // offsets of every queue of a topic, counting every message acknowledged
-// before the request.
+// before the request, and the store time of each queue's newest message.
 func (b *Broker) getTopicStatsInfo(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
 	var h wire.GetTopicStatsInfoRequestHeader
 	if err := decodeHeader(req, &h); err != nil {
@@ -30,7 +30,14 @@ func (b *Broker) getTopicStatsInfo(ctx context.Context, c *server.Conn, req *wir
 		if err != nil {
 			return errorResponse(req, err)
 		}
-		stats.OffsetTable[wire.MessageQueue{Topic: h.Topic, BrokerName: b.opts.BrokerName, QueueID: q}] = TopicOffset{MinOffset: first, MaxOffset: last}
+		o := TopicOffset{MinOffset: first, MaxOffset: last}
+		if last > first {
+			// As Java: the store time of the newest message.
+			if ts, err := b.eng.StoreTime(h.Topic, q, last-1); err == nil {
+				o.LastUpdateTimestamp = ts
+			}
+		}
+		stats.OffsetTable[wire.MessageQueue{Topic: h.Topic, BrokerName: b.opts.BrokerName, QueueID: q}] = o
 	}
 	return jsonResponse(req, stats)
 }

@@ -124,6 +124,49 @@ func (h *GetMinOffsetRequestHeader) EncodeFields(ext map[string]string) {
 	putOpt(ext, "bname", h.BrokerName)
 }
 
+// GetEarliestMsgStoretimeRequestHeader is the header of
+// GET_EARLIEST_MSG_STORETIME (32). Required: topic, queueId.
+type GetEarliestMsgStoretimeRequestHeader struct {
+	Topic      string // topic
+	QueueID    int32  // queueId
+	BrokerName string // bname, optional
+}
+
+// DecodeFields implements Header.
+func (h *GetEarliestMsgStoretimeRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("GetEarliestMsgStoretimeRequestHeader", ext)
+	h.Topic = r.nonEmpty("topic")
+	h.QueueID = r.i32(true, 0, "queueId")
+	h.BrokerName = r.str(false, "bname")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *GetEarliestMsgStoretimeRequestHeader) EncodeFields(ext map[string]string) {
+	ext["topic"] = h.Topic
+	putI32(ext, "queueId", h.QueueID)
+	putOpt(ext, "bname", h.BrokerName)
+}
+
+// GetEarliestMsgStoretimeResponseHeader is the response header of
+// GET_EARLIEST_MSG_STORETIME: the store time (ms) of the queue's first
+// message, -1 when it holds none.
+type GetEarliestMsgStoretimeResponseHeader struct {
+	Timestamp int64 // timestamp
+}
+
+// DecodeFields implements Header.
+func (h *GetEarliestMsgStoretimeResponseHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("GetEarliestMsgStoretimeResponseHeader", ext)
+	h.Timestamp = r.i64(true, 0, "timestamp")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *GetEarliestMsgStoretimeResponseHeader) EncodeFields(ext map[string]string) {
+	putI64(ext, "timestamp", h.Timestamp)
+}
+
 // Boundary types of SearchOffsetRequestHeader.
 const (
 	BoundaryLower = "LOWER"

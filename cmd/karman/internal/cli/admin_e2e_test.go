@@ -105,6 +105,7 @@ func TestAdminEndToEnd(t *testing.T) {
 	defer p.Close()
 	gen := message.NewGenerator(netip.MustParseAddr("127.0.0.1"))
 	beforeSends := time.Now().Add(-time.Second)
+	sentAfter := time.Now().UnixMilli()
 	var uniq, offsetIDs []string
 	for i := range 3 {
 		id := gen.Next()
@@ -121,6 +122,12 @@ func TestAdminEndToEnd(t *testing.T) {
 	}
 	if d := adminJSON[admin.TopicDescription](t, ns, "topic", "describe", "plain"); d.Messages != 3 || len(d.Queues) != 3 {
 		t.Errorf("topic describe plain after 3 sends = %+v", d)
+	} else {
+		for _, q := range d.Queues {
+			if q.LastUpdateTimestamp < sentAfter || q.LastUpdateTimestamp > time.Now().UnixMilli() {
+				t.Errorf("queue %d was last stored at %d, want the time of its send (after %d)", q.QueueID, q.LastUpdateTimestamp, sentAfter)
+			}
+		}
 	}
 
 	// message get by offset id and by client id; message query by key
