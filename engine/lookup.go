@@ -175,3 +175,21 @@ func (e *Engine) ConsumerOffsets(group, topic string) (map[int32]int64, error) {
 	}
 	return e.meta.Offsets(group, topic)
 }
+
+// TopicsConsumedBy returns, sorted, the topics in which group has
+// committed offsets.
+func (e *Engine) TopicsConsumedBy(group string) ([]string, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	return e.meta.OffsetTopics(group)
+}
+
+// GroupsConsuming returns, sorted, the groups that have committed offsets
+// in topic. It reads every committed offset: it is for administration.
+func (e *Engine) GroupsConsuming(topic string) ([]string, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	return e.meta.OffsetGroups(topic)
+}

@@ -362,6 +362,53 @@ func (s *Store) OffsetTopics(group string) ([]string, error) {
 	return out, it.Error()
 }
 
+// OffsetGroups returns, sorted, the groups that have committed an offset
+// in topic. It reads every committed offset: it is for administration.
+func (s *Store) OffsetGroups(topic string) ([]string, error) {
+	var out []string
+	err := s.scanOffsets(func(group, t string) {
+		if t == topic && (len(out) == 0 || out[len(out)-1] != group) {
+			out = append(out, group)
+		}
+	})
+	return out, err
+}
+
+// scanOffsets calls fn with the group and topic of every committed offset,
+// in key order (group, then topic).
+func (s *Store) scanOffsets(fn func(group, topic string)) error {
+	prefix := []byte{'o'}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: kv.PrefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		group, topic, ok := parseOffsetKey(it.Key())
+		if ok {
+			fn(group, topic)
+		}
+	}
+	return it.Error()
+}
+
+// parseOffsetKey splits an offset key (see offsetKey) into its group and
+// topic.
+func parseOffsetKey(k []byte) (group, topic string, ok bool) {
+	if len(k) < 2 || k[0] != 'o' {
+		return "", "", false
+	}
+	g := int(k[1])
+	if len(k) < 2+g+1 {
+		return "", "", false
+	}
+	t := int(k[2+g])
+	if len(k) != 2+g+1+t+4 {
+		return "", "", false
+	}
+	return string(k[2 : 2+g]), string(k[3+g : 3+g+t]), true
+}
+
 func groupOffsetPrefix(group string) []byte {
 	k := make([]byte, 0, 2+len(group))
 	k = append(k, 'o', byte(len(group)))

@@ -532,3 +532,28 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("Topics = %v", got)
 	}
 }
+
+// TestOffsetGroups checks the groups that committed offsets in a topic,
+// with group and topic names that are prefixes of one another.
+func TestOffsetGroups(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, o := range []struct {
+		group, topic string
+		queue        int32
+	}{{"g1", "T", 0}, {"g1", "T", 1}, {"g1", "U", 0}, {"g2", "T", 3}, {"g10", "V", 0}, {"g", "T", 0}, {"g3", "TT", 0}} {
+		if err := s.CommitOffset(o.group, o.topic, o.queue, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups, err := s.OffsetGroups("T")
+	if err != nil || !slices.Equal(groups, []string{"g", "g1", "g2"}) {
+		t.Errorf("groups of T = %v, %v", groups, err)
+	}
+	if groups, err := s.OffsetGroups("nobody"); err != nil || len(groups) != 0 {
+		t.Errorf("groups of a topic without offsets = %v, %v", groups, err)
+	}
+}

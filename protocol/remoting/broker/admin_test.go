@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -287,6 +288,7 @@ func TestBadHeaders(t *testing.T) {
 		wire.QueryMessage, wire.ViewMessageByID, wire.UpdateAndCreateTopic, wire.DeleteTopicInBroker,
 		wire.UpdateAndCreateSubscriptionGroup, wire.DeleteSubscriptionGroup, wire.GetConsumerConnectionList,
 		wire.GetProducerConnectionList, wire.GetConsumeStats, wire.GetTopicStatsInfo,
+		wire.GetEarliestMsgStoretime, wire.QueryTopicConsumeByWho, wire.QueryTopicsByConsumer,
 	}
 	for _, code := range codes {
 		for _, ext := range []map[string]string{nil, {"topic": "", "queueId": "x", "consumerGroup": "", "offset": "1e9", "groupName": ""}} {
@@ -352,4 +354,42 @@ func TestResendDeadLetter(t *testing.T) {
 	}
 	resp := invoke(t, p, request(wire.KarmanResendDeadLetter, &wire.ResendDeadLetterRequestHeader{Group: "G", MsgID: "u-3"}, nil))
 	wantCode(t, resp, wire.QueryNotFound)
+}
+
+// QUERY_TOPIC_CONSUME_BY_WHO names the groups with an online subscriber
+// or committed offsets in a topic; QUERY_TOPICS_BY_CONSUMER the topics a
+// group committed offsets in.
+func TestConsumedBy(t *testing.T) {
+	h := newHarness(t)
+	p := h.dial(nil)
+	for _, name := range []string{"TopicA", "TopicB"} {
+		if err := h.eng.CreateTopic(meta.Topic{Name: name, ReadQueues: 1, WriteQueues: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heartbeat(t, p, "c1", "online", "TopicA", "*")
+	for _, c := range []struct{ group, topic string }{{"committed", "TopicA"}, {"committed", "TopicB"}, {"online", "TopicA"}} {
+		if err := h.eng.CommitOffset(c.group, c.topic, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	resp := invoke(t, p, request(wire.QueryTopicConsumeByWho, &wire.QueryTopicConsumeByWhoRequestHeader{Topic: "TopicA"}, nil))
+	wantCode(t, resp, wire.Success)
+	var groups wire.GroupListBody
+	if err := json.Unmarshal(resp.Body, &groups); err != nil || !slices.Equal(groups.GroupList, []string{"committed", "online"}) {
+		t.Errorf("groups consuming TopicA: %s, %v", resp.Body, err)
+	}
+	resp = invoke(t, p, request(wire.QueryTopicConsumeByWho, &wire.QueryTopicConsumeByWhoRequestHeader{Topic: "Nobody"}, nil))
+	wantCode(t, resp, wire.Success)
+	if string(resp.Body) != `{"groupList":[]}` {
+		t.Errorf("groups consuming a topic nobody consumes: %s", resp.Body)
+	}
+
+	resp = invoke(t, p, request(wire.QueryTopicsByConsumer, &wire.QueryTopicsByConsumerRequestHeader{Group: "committed"}, nil))
+	wantCode(t, resp, wire.Success)
+	var topics wire.TopicListBody
+	if err := json.Unmarshal(resp.Body, &topics); err != nil || !slices.Equal(topics.TopicList, []string{"TopicA", "TopicB"}) || topics.BrokerAddr != h.b.opts.Addr {
+		t.Errorf("topics of group committed: %s, %v", resp.Body, err)
+	}
 }

@@ -157,6 +157,8 @@ func (b *Broker) Register(mux *server.Mux) {
 	mux.HandleFunc(wire.GetMaxOffset, server.KindConsume, b.getMaxOffset)
 	mux.HandleFunc(wire.GetMinOffset, server.KindConsume, b.getMinOffset)
 	mux.HandleFunc(wire.GetEarliestMsgStoretime, server.KindConsume, b.getEarliestMsgStoretime)
+	mux.HandleFunc(wire.QueryTopicConsumeByWho, server.KindDefault, b.queryTopicConsumeByWho)
+	mux.HandleFunc(wire.QueryTopicsByConsumer, server.KindDefault, b.queryTopicsByConsumer)
 	mux.HandleFunc(wire.SearchOffsetByTimestamp, server.KindConsume, b.searchOffsetByTimestamp)
 	mux.HandleFunc(wire.LockBatchMQ, server.KindConsume, b.lockBatchMQ)
 	mux.HandleFunc(wire.UnlockBatchMQ, server.KindConsume, b.unlockBatchMQ)

@@ -99,3 +99,16 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// GroupListBody is the JSON body of a QUERY_TOPIC_CONSUME_BY_WHO response.
+type GroupListBody struct {
+	GroupList []string `json:"groupList"`
+}
+
+// MarshalJSON writes groupList as [] when empty.
+func (b GroupListBody) MarshalJSON() ([]byte, error) {
+	type plain GroupListBody
+	p := plain(b)
+	p.GroupList = nonNil(p.GroupList)
+	return json.Marshal(p)
+}

@@ -75,3 +75,39 @@ func (h *GetTopicStatsInfoRequestHeader) DecodeFields(ext map[string]string) err
 func (h *GetTopicStatsInfoRequestHeader) EncodeFields(ext map[string]string) {
 	ext["topic"] = h.Topic
 }
+
+// QueryTopicConsumeByWhoRequestHeader is the header of
+// QUERY_TOPIC_CONSUME_BY_WHO (300). Required: topic.
+type QueryTopicConsumeByWhoRequestHeader struct {
+	Topic string // topic
+}
+
+// DecodeFields implements Header.
+func (h *QueryTopicConsumeByWhoRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("QueryTopicConsumeByWhoRequestHeader", ext)
+	h.Topic = r.nonEmpty("topic")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *QueryTopicConsumeByWhoRequestHeader) EncodeFields(ext map[string]string) {
+	ext["topic"] = h.Topic
+}
+
+// QueryTopicsByConsumerRequestHeader is the header of
+// QUERY_TOPICS_BY_CONSUMER (343). Required: group.
+type QueryTopicsByConsumerRequestHeader struct {
+	Group string // group
+}
+
+// DecodeFields implements Header.
+func (h *QueryTopicsByConsumerRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("QueryTopicsByConsumerRequestHeader", ext)
+	h.Group = r.nonEmpty("group")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *QueryTopicsByConsumerRequestHeader) EncodeFields(ext map[string]string) {
+	ext["group"] = h.Group
+}
