@@ -8,6 +8,9 @@ type Stats struct {
 	LogEndOffset     int64
 	DispatchedOffset int64 // the index covers the log up to here
 	CorruptRecords   int64 // records skipped because they failed their checks
+	// FileSystemUsed and FileSystemTotal are the bytes used and in all of
+	// the file system holding the commit log (both 0 when unknown).
+	FileSystemUsed, FileSystemTotal uint64
 }
 
 // TopicStats are one topic's counters since the engine opened.
@@ -33,6 +36,9 @@ func (e *Engine) Stats() Stats {
 		LogEndOffset:     e.log.EndOffset(),
 		DispatchedOffset: e.disp.pos.Load(),
 		CorruptRecords:   e.corrupt.Load(),
+	}
+	if used, total, err := e.log.FileSystemUsage(); err == nil {
+		s.FileSystemUsed, s.FileSystemTotal = used, total
 	}
 	for _, cfg := range e.meta.Topics() {
 		v, ok := e.topics.Load(cfg.Name)

@@ -83,6 +83,10 @@ func (l *Log) Retain(now time.Time, maxAge time.Duration, maxDiskRatio float64) 
 // segment made ahead of need.
 func (l *Log) DiskUsage() int64 { return l.diskBytes.Load() }
 
+// FileSystemUsage returns the used and total bytes of the file system
+// holding the log, as df counts them.
+func (l *Log) FileSystemUsage() (used, total uint64, err error) { return l.statfs() }
+
 func (l *Log) statfs() (used, total uint64, err error) {
 	if h := l.opts.hooks; h != nil && h.statfs != nil {
 		return h.statfs(l.dir)

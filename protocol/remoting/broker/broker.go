@@ -106,8 +106,9 @@ type Broker struct {
 	eng  *engine.Engine
 	opts Options
 
-	busy atomic.Bool  // the engine's dispatcher is too far behind
-	held atomic.Int64 // pulls waiting for messages
+	busy    atomic.Bool  // the engine's dispatcher is too far behind
+	traffic traffic      // message counters sampled for GET_BROKER_RUNTIME_INFO
+	held    atomic.Int64 // pulls waiting for messages
 
 	testHookHold atomic.Pointer[func()] // called when a pull starts waiting; tests only
 
@@ -158,6 +159,7 @@ func (b *Broker) Register(mux *server.Mux) {
 	mux.HandleFunc(wire.GetMinOffset, server.KindConsume, b.getMinOffset)
 	mux.HandleFunc(wire.GetEarliestMsgStoretime, server.KindConsume, b.getEarliestMsgStoretime)
 	mux.HandleFunc(wire.QueryTopicConsumeByWho, server.KindDefault, b.queryTopicConsumeByWho)
+	mux.HandleFunc(wire.GetBrokerRuntimeInfo, server.KindDefault, b.getBrokerRuntimeInfo)
 	mux.HandleFunc(wire.QueryTopicsByConsumer, server.KindDefault, b.queryTopicsByConsumer)
 	mux.HandleFunc(wire.SearchOffsetByTimestamp, server.KindConsume, b.searchOffsetByTimestamp)
 	mux.HandleFunc(wire.LockBatchMQ, server.KindConsume, b.lockBatchMQ)
@@ -215,10 +217,13 @@ func (b *Broker) Start(ctx context.Context) error {
 	changes := b.eng.Clients().Watch(b.ctx)
 	events := b.eng.Subscribe(b.ctx)
 	b.sampleBusy()
-	b.wg.Add(3)
+	b.traffic.boot = time.Now()
+	b.traffic.add(b.trafficNow())
+	b.wg.Add(4)
 	go func() { defer b.wg.Done(); b.notifyLoop(changes) }()
 	go func() { defer b.wg.Done(); b.eventLoop(events) }()
 	go func() { defer b.wg.Done(); b.busyLoop() }()
+	go func() { defer b.wg.Done(); b.trafficLoop() }()
 	return nil
 }
 

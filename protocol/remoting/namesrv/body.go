@@ -395,19 +395,3 @@ func (c ClusterInfo) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
-// KVTable is the body of a GET_KVLIST_BY_NAMESPACE response and of a
-// REGISTER_BROKER response (Java KVTable): {"table":{"key":"value"}}.
-type KVTable struct {
-	Table map[string]string `json:"table"`
-}
-
-// MarshalJSON writes an empty table as {}.
-func (t KVTable) MarshalJSON() ([]byte, error) {
-	m := t.Table
-	if m == nil {
-		m = map[string]string{}
-	}
-	return json.Marshal(struct {
-		Table map[string]string `json:"table"`
-	}{m})
-}

@@ -21,7 +21,7 @@
 //	                                master under "0"; TOPIC_NOT_EXIST when no broker serves it
 //	103 REGISTER_BROKER             JSON or compressed RegisterBrokerBody, bodyCrc32 checked
 //	                                when non-zero → haServerAddr, masterAddr (replicas) and the
-//	                                ORDER_TOPIC_CONFIG namespace as a KVTable body
+//	                                ORDER_TOPIC_CONFIG namespace as a wire.KVTable body
 //	104 UNREGISTER_BROKER           → SUCCESS
 //	106 GET_BROKER_CLUSTER_INFO     → {"brokerAddrTable":{...},"clusterAddrTable":{...}}
 //	224 GET_TOPICS_BY_CLUSTER       cluster → {"topicList":[...]}

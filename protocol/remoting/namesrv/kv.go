@@ -44,7 +44,7 @@ func (p *Processor) deleteKV(_ context.Context, _ *server.Conn, req *wire.Comman
 	return wire.NewResponse(req, wire.Success, "")
 }
 
-// getKVList answers GET_KVLIST_BY_NAMESPACE (219): SUCCESS with a KVTable
+// getKVList answers GET_KVLIST_BY_NAMESPACE (219): SUCCESS with a wire.KVTable
 // body, or QUERY_NOT_FOUND for an empty namespace.
 func (p *Processor) getKVList(_ context.Context, _ *server.Conn, req *wire.Command) *wire.Command {
 	var h NamespaceRequestHeader
@@ -55,5 +55,5 @@ func (p *Processor) getKVList(_ context.Context, _ *server.Conn, req *wire.Comma
 	if !ok {
 		return errorResponse(req, wire.QueryNotFound, "No config item, Namespace: %s", h.Namespace)
 	}
-	return jsonResponse(req, KVTable{Table: kv})
+	return jsonResponse(req, wire.KVTable{Table: kv})
 }

@@ -112,3 +112,20 @@ func (b GroupListBody) MarshalJSON() ([]byte, error) {
 	p.GroupList = nonNil(p.GroupList)
 	return json.Marshal(p)
 }
+
+// KVTable is the body of GET_KVLIST_BY_NAMESPACE, REGISTER_BROKER and
+// GET_BROKER_RUNTIME_INFO responses (Java KVTable): {"table":{"key":"value"}}.
+type KVTable struct {
+	Table map[string]string `json:"table"`
+}
+
+// MarshalJSON writes an empty table as {}.
+func (t KVTable) MarshalJSON() ([]byte, error) {
+	m := t.Table
+	if m == nil {
+		m = map[string]string{}
+	}
+	return json.Marshal(struct {
+		Table map[string]string `json:"table"`
+	}{m})
+}

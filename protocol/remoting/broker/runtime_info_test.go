@@ -1,0 +1,102 @@
+package broker
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+// TestTrafficRates checks the rates over each window and the totals kept
+// at midnight.
+func TestTrafficRates(t *testing.T) {
+	var tr traffic
+	day := time.Date(2026, 3, 1, 23, 50, 0, 0, time.Local)
+	for i := range 61 { // ten minutes, 100 messages stored and 50 pulled a second
+		at := day.Add(time.Duration(i) * trafficTick)
+		tr.add(trafficSample{at: at, in: int64(i) * 1000, out: int64(i) * 500})
+	}
+	now := trafficSample{at: day.Add(600 * time.Second), in: 60000, out: 30000}
+	for _, w := range []time.Duration{10 * time.Second, time.Minute, 10 * time.Minute} {
+		if in, out := tr.rates(now, w); in != 100 || out != 50 {
+			t.Errorf("rates over %s = %v, %v; want 100, 50", w, in, out)
+		}
+	}
+	if tr.today.in != 59000 || tr.today.out != 29500 || tr.yesterday.in != 0 {
+		t.Errorf("after midnight: today %+v, yesterday %+v; want today at the last count of the previous day", tr.today, tr.yesterday)
+	}
+	if len(tr.samples) != trafficKeep {
+		t.Errorf("%d samples kept, want %d", len(tr.samples), trafficKeep)
+	}
+	var empty traffic
+	if in, out := empty.rates(now, time.Minute); in != 0 || out != 0 {
+		t.Errorf("rates without samples = %v, %v", in, out)
+	}
+}
+
+// GET_BROKER_RUNTIME_INFO answers the table RocketMQ's tools read, with
+// the counts of messages stored and pulled.
+func TestBrokerRuntimeInfo(t *testing.T) {
+	h := newHarness(t)
+	p := h.dial(nil)
+	if err := h.eng.CreateTopic(meta.Topic{Name: "TopicR", ReadQueues: 1, WriteQueues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().UnixMilli()
+	for range 5 {
+		h.send(p, "TopicR", 0, "m")
+	}
+	h.dispatched()
+	h.pull(p, pullHeader("g", "TopicR", 0, 0))
+
+	resp := invoke(t, p, request(wire.GetBrokerRuntimeInfo, nil, nil))
+	wantCode(t, resp, wire.Success)
+	var kv wire.KVTable
+	if err := json.Unmarshal(resp.Body, &kv); err != nil {
+		t.Fatal(err)
+	}
+	tab := kv.Table
+	for _, k := range []string{"putTps", "getTransferredTps", "getFoundTps", "getTotalTps", "getMissTps"} {
+		f := strings.Fields(tab[k])
+		if len(f) != 3 {
+			t.Errorf("%s = %q, want three rates", k, tab[k])
+		}
+		for _, v := range f {
+			if _, err := strconv.ParseFloat(v, 64); err != nil {
+				t.Errorf("%s = %q: %v", k, tab[k], err)
+			}
+		}
+	}
+	num := func(k string) int64 {
+		t.Helper()
+		v, err := strconv.ParseInt(tab[k], 10, 64)
+		if err != nil {
+			t.Errorf("%s = %q, want an integer", k, tab[k])
+		}
+		return v
+	}
+	if n := num("msgPutTotalTodayNow"); n < 5 {
+		t.Errorf("msgPutTotalTodayNow = %d after 5 sends", n)
+	}
+	if n := num("msgGetTotalTodayNow"); n < 5 {
+		t.Errorf("msgGetTotalTodayNow = %d after pulling 5", n)
+	}
+	num("msgPutTotalTodayMorning")
+	num("msgGetTotalYesterdayMorning")
+	if num("commitLogMaxOffset") <= num("commitLogMinOffset") {
+		t.Errorf("commit log bounds %s, %s", tab["commitLogMinOffset"], tab["commitLogMaxOffset"])
+	}
+	if ts := num("earliestMessageTimeStamp"); ts < before-1000 || ts > time.Now().UnixMilli() {
+		t.Errorf("earliestMessageTimeStamp = %d, want the first send's time (after %d)", ts, before)
+	}
+	if r, err := strconv.ParseFloat(tab["commitLogDiskRatio"], 64); err != nil || r <= 0 || r > 1 {
+		t.Errorf("commitLogDiskRatio = %q", tab["commitLogDiskRatio"])
+	}
+	if num("bootTimestamp") <= 0 || tab["brokerVersionDesc"] == "" || !strings.HasPrefix(tab["runtime"], "[ 0 days, 0 hours,") {
+		t.Errorf("boot %s, version %q, runtime %q", tab["bootTimestamp"], tab["brokerVersionDesc"], tab["runtime"])
+	}
+}
