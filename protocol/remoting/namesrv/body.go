@@ -394,4 +394,3 @@ func (c ClusterInfo) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(p)
 }
-
