@@ -222,6 +222,13 @@ func (e *Engine) Clients() *registry.Registry { return e.clients }
 // FlushSync every send waits for the disk.
 func (e *Engine) FlushMode() FlushMode { return e.opts.Flush }
 
+// Options returns the options the engine was opened with, defaults
+// applied.
+func (e *Engine) Options() Options { return e.opts }
+
+// Dir returns the engine's data directory.
+func (e *Engine) Dir() string { return e.dir }
+
 // maintenanceLoop runs retention, client expiry and the trimming of idle
 // pop states.
 func (e *Engine) maintenanceLoop() {

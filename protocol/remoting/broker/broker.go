@@ -160,6 +160,7 @@ func (b *Broker) Register(mux *server.Mux) {
 	mux.HandleFunc(wire.GetEarliestMsgStoretime, server.KindConsume, b.getEarliestMsgStoretime)
 	mux.HandleFunc(wire.QueryTopicConsumeByWho, server.KindDefault, b.queryTopicConsumeByWho)
 	mux.HandleFunc(wire.GetBrokerRuntimeInfo, server.KindDefault, b.getBrokerRuntimeInfo)
+	mux.HandleFunc(wire.GetBrokerConfig, server.KindDefault, b.getBrokerConfig)
 	mux.HandleFunc(wire.QueryTopicsByConsumer, server.KindDefault, b.queryTopicsByConsumer)
 	mux.HandleFunc(wire.SearchOffsetByTimestamp, server.KindConsume, b.searchOffsetByTimestamp)
 	mux.HandleFunc(wire.LockBatchMQ, server.KindConsume, b.lockBatchMQ)

@@ -100,3 +100,38 @@ func TestBrokerRuntimeInfo(t *testing.T) {
 		t.Errorf("boot %s, version %q, runtime %q", tab["bootTimestamp"], tab["brokerVersionDesc"], tab["runtime"])
 	}
 }
+
+// GET_BROKER_CONFIG answers the configuration as Java properties under
+// Java's names.
+func TestBrokerConfig(t *testing.T) {
+	h := newHarness(t)
+	p := h.dial(nil)
+	resp := invoke(t, p, request(wire.GetBrokerConfig, nil, nil))
+	wantCode(t, resp, wire.Success)
+	if !strings.Contains(resp.ExtFields["version"], `"timestamp"`) {
+		t.Errorf("version header %q", resp.ExtFields["version"])
+	}
+	props := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(resp.Body), "\n"), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("line %q is not key=value", line)
+		}
+		props[k] = v
+	}
+	want := map[string]string{
+		"brokerName":              DefaultBrokerName,
+		"brokerClusterName":       DefaultClusterName,
+		"flushDiskType":           "ASYNC_FLUSH",
+		"autoCreateTopicEnable":   "true",
+		"mappedFileSizeCommitLog": "4194304",
+		"maxMessageSize":          "1048576",
+		"messageDelayLevel":       "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+		"storePathRootDir":        h.eng.Dir(),
+	}
+	for k, v := range want {
+		if props[k] != v {
+			t.Errorf("%s = %q, want %q", k, props[k], v)
+		}
+	}
+}
