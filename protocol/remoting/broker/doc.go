@@ -16,7 +16,7 @@
 //	heartbeat.go            HEART_BEAT, UNREGISTER_CLIENT
 //	consumer_list.go        GET_CONSUMER_LIST_BY_GROUP
 //	consumer_offset.go      QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET
-//	queue_offset.go         GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP
+//	queue_offset.go         GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME
 //	lock.go                 LOCK_BATCH_MQ, UNLOCK_BATCH_MQ
 //	send_back.go            CONSUMER_SEND_MSG_BACK
 //	query_message.go        QUERY_MESSAGE
@@ -26,6 +26,9 @@
 //	consumer_connection.go  GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST
 //	consume_stats.go        GET_CONSUME_STATS
 //	topic_stats.go          GET_TOPIC_STATS_INFO
+//	consumed_by.go          QUERY_TOPIC_CONSUME_BY_WHO, QUERY_TOPICS_BY_CONSUMER
+//	runtime_info.go         GET_BROKER_RUNTIME_INFO
+//	broker_config.go        GET_BROKER_CONFIG
 //	notify.go               NOTIFY_CONSUMER_IDS_CHANGED and RESET_CONSUMER_CLIENT_OFFSET to consumers
 //
 // errors.go holds the one table that maps engine errors to response

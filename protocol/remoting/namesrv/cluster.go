@@ -2,6 +2,8 @@ package namesrv
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
@@ -22,4 +24,27 @@ func (p *Processor) getTopicsByCluster(_ context.Context, _ *server.Conn, req *w
 		return badRequest(req, err)
 	}
 	return jsonResponse(req, wire.TopicListBody{TopicList: p.routes.TopicsByCluster(h.Cluster)})
+}
+
+// getSystemTopicList answers GET_SYSTEM_TOPIC_LIST_FROM_NS (304) as Java
+// name servers do: every cluster name and every broker name (a broker
+// serves a topic named after itself and one after its cluster), sorted,
+// with the address of one broker's master.
+func (p *Processor) getSystemTopicList(_ context.Context, _ *server.Conn, req *wire.Command) *wire.Command {
+	info := p.routes.ClusterInfo()
+	var topics []string
+	for cluster, brokers := range info.ClusterAddrTable {
+		topics = append(topics, cluster)
+		topics = append(topics, brokers...)
+	}
+	slices.Sort(topics)
+	body := wire.TopicListBody{TopicList: slices.Compact(topics)}
+	names := slices.Sorted(maps.Keys(info.BrokerAddrTable))
+	for _, name := range names {
+		if addr, ok := info.BrokerAddrTable[name].BrokerAddrs[wire.MasterID]; ok {
+			body.BrokerAddr = addr
+			break
+		}
+	}
+	return jsonResponse(req, body)
 }

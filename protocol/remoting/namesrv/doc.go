@@ -21,11 +21,12 @@
 //	                                master under "0"; TOPIC_NOT_EXIST when no broker serves it
 //	103 REGISTER_BROKER             JSON or compressed RegisterBrokerBody, bodyCrc32 checked
 //	                                when non-zero → haServerAddr, masterAddr (replicas) and the
-//	                                ORDER_TOPIC_CONFIG namespace as a wire.KVTable body
+//	                                ORDER_TOPIC_CONFIG namespace as a KVTable body
 //	104 UNREGISTER_BROKER           → SUCCESS
 //	106 GET_BROKER_CLUSTER_INFO     → {"brokerAddrTable":{...},"clusterAddrTable":{...}}
 //	224 GET_TOPICS_BY_CLUSTER       cluster → {"topicList":[...]}
 //	206 GET_ALL_TOPIC_LIST_FROM_NAMESERVER → {"topicList":[...]}
+//	304 GET_SYSTEM_TOPIC_LIST_FROM_NS → cluster and broker names as {"topicList":[...],"brokerAddr":...}
 //	216 DELETE_TOPIC_IN_NAMESRV     topic [, clusterName] → SUCCESS
 //	100 PUT_KV_CONFIG               namespace, key, value → SUCCESS
 //	101 GET_KV_CONFIG               namespace, key → value extField, or QUERY_NOT_FOUND

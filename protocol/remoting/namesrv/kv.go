@@ -44,7 +44,7 @@ func (p *Processor) deleteKV(_ context.Context, _ *server.Conn, req *wire.Comman
 	return wire.NewResponse(req, wire.Success, "")
 }
 
-// getKVList answers GET_KVLIST_BY_NAMESPACE (219): SUCCESS with a wire.KVTable
+// getKVList answers GET_KVLIST_BY_NAMESPACE (219): SUCCESS with a KVTable
 // body, or QUERY_NOT_FOUND for an empty namespace.
 func (p *Processor) getKVList(_ context.Context, _ *server.Conn, req *wire.Command) *wire.Command {
 	var h NamespaceRequestHeader

@@ -133,6 +133,7 @@ func (p *Processor) Mount(mux *server.Mux) {
 		wire.GetKVConfig:                   p.getKV,
 		wire.DeleteKVConfig:                p.deleteKV,
 		wire.GetKVListByNamespace:          p.getKVList,
+		wire.GetSystemTopicListFromNS:      p.getSystemTopicList,
 	} {
 		mux.HandleFunc(code, server.KindNamesrv, h)
 	}

@@ -192,6 +192,9 @@ func TestProcessor(t *testing.T) {
 						`"broker-a":{"cluster":"DefaultCluster","brokerName":"broker-a","brokerAddrs":{"0":"127.0.0.1:10911","1":"127.0.0.3:10911"},"enableActingMaster":false},` +
 						`"broker-b":{"cluster":"DefaultCluster","brokerName":"broker-b","brokerAddrs":{"0":"127.0.0.2:10911"},"enableActingMaster":false}},` +
 						`"clusterAddrTable":{"DefaultCluster":["broker-a","broker-b"]}}`},
+				{name: "system topics", code: wire.Success,
+					req:  fixed(request(wire.GetSystemTopicListFromNS, nil, nil)),
+					body: `{"topicList":["DefaultCluster","broker-a","broker-b"],"brokerAddr":"127.0.0.1:10911"}`},
 				{name: "delete topic in namesrv", code: wire.Success,
 					req: fixed(request(wire.DeleteTopicInNamesrv, &wire.DeleteTopicRequestHeader{Topic: "TopicB"}, nil))},
 				{name: "delete unknown topic", code: wire.Success,

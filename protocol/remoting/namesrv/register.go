@@ -11,7 +11,7 @@ import (
 // registerBroker answers REGISTER_BROKER (103): it checks bodyCrc32,
 // decodes the JSON or compressed body, records the registration and
 // answers SUCCESS with haServerAddr and masterAddr (for replicas) and the
-// ORDER_TOPIC_CONFIG namespace as a wire.KVTable body when it has entries.
+// ORDER_TOPIC_CONFIG namespace as a KVTable body when it has entries.
 func (p *Processor) registerBroker(_ context.Context, c *server.Conn, req *wire.Command) *wire.Command {
 	var h wire.RegisterBrokerRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
