@@ -63,6 +63,9 @@ func TestAdminEndToEnd(t *testing.T) {
 		t.Fatalf("cluster list = %+v, want the broker at %s", cl, brokerAddr)
 	}
 	brokerName := cl.Brokers[0].Name
+	if st := cl.Brokers[0].Status; st == nil || st.Version == "" || st.DiskRatio <= 0 || st.DiskRatio > 1 || time.Since(st.Booted) > time.Hour {
+		t.Errorf("cluster list status = %+v, want the broker's version, disk use and boot time", st)
+	}
 
 	// topic create, list, update, describe
 	created := adminJSON[admin.TopicChange](t, ns, "topic", "create", "orders", "--queues", "4", "--type", "fifo")
@@ -119,6 +122,9 @@ func TestAdminEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		uniq, offsetIDs = append(uniq, id), append(offsetIDs, sh.MsgID)
+	}
+	if cl := adminJSON[brokerList](t, ns, "cluster", "list"); cl.Brokers[0].Status == nil || cl.Brokers[0].Status.InToday < 3 {
+		t.Errorf("cluster list after 3 sends: %+v", cl.Brokers[0].Status)
 	}
 	if d := adminJSON[admin.TopicDescription](t, ns, "topic", "describe", "plain"); d.Messages != 3 || len(d.Queues) != 3 {
 		t.Errorf("topic describe plain after 3 sends = %+v", d)

@@ -96,7 +96,7 @@ func TestFormatMillis(t *testing.T) {
 func TestPrintJSON(t *testing.T) {
 	var buf bytes.Buffer
 	f := &adminFlags{json: true}
-	v := &brokerList{Brokers: []admin.Broker{{Cluster: "c", Name: "b<1>", ID: 0, Addr: "127.0.0.1:10911"}}}
+	v := &brokerList{Brokers: []brokerWithStatus{{Broker: admin.Broker{Cluster: "c", Name: "b<1>", ID: 0, Addr: "127.0.0.1:10911"}}}}
 	if err := f.print(&buf, v, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,8 @@ func TestPrintJSON(t *testing.T) {
       "cluster": "c",
       "brokerName": "b<1>",
       "brokerId": 0,
-      "address": "127.0.0.1:10911"
+      "address": "127.0.0.1:10911",
+      "status": null
     }
   ]
 }
