@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/karmanmq/karman/protocol/remoting/peer"
@@ -187,9 +188,11 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.ctx.Err() != nil {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if retryAccept(err) {
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				if backoff == time.Second || backoff == 5*time.Millisecond {
+					s.opts.Logger.Warn("remoting: accepting a connection failed; retrying", "err", err, "after", backoff)
+				}
 				time.Sleep(backoff)
 				continue
 			}
@@ -198,6 +201,23 @@ func (s *Server) Serve(ln net.Listener) error {
 		backoff = 0
 		s.accept(nc)
 	}
+}
+
+// retryAccept reports whether an accept error passes: a timeout, a
+// connection that went away before it was accepted, or a lack of file
+// descriptors or memory, which closing connections frees. Listening on
+// is what keeps the broker reachable once they are back.
+func retryAccept(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EINTR} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) accept(nc net.Conn) {
