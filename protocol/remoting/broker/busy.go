@@ -23,14 +23,19 @@ func (b *Broker) busyLoop() {
 	if b.opts.BusyDispatchLag < 0 {
 		return
 	}
-	t := time.NewTicker(b.opts.BusyCheck)
+	b.every(b.opts.BusyCheck, b.sampleBusy)
+}
+
+// every calls fn every d until the broker closes.
+func (b *Broker) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
 		case <-t.C:
-			b.sampleBusy()
+			fn()
 		}
 	}
 }

@@ -100,16 +100,7 @@ func (b *Broker) trafficNow() trafficSample {
 // trafficLoop samples the counters every trafficTick until the broker
 // closes.
 func (b *Broker) trafficLoop() {
-	t := time.NewTicker(trafficTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-t.C:
-			b.traffic.add(b.trafficNow())
-		}
-	}
+	b.every(trafficTick, func() { b.traffic.add(b.trafficNow()) })
 }
 
 // getBrokerRuntimeInfo serves GET_BROKER_RUNTIME_INFO (28).
