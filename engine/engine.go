@@ -34,12 +34,14 @@ type Engine struct {
 	log     *commitlog.Log
 	idx     *pebble.DB           // consume queues and key index; derived from the log
 	idxErrs *kv.BackgroundErrors // the index's failed flushes and compactions
-	queues  *queue.Store
-	keys    *index.Index
-	timers  *timer.Store
-	sched   *timer.Scheduler
-	meta    *meta.Store
-	ids     *message.Generator
+	// retainNow asks the maintenance loop for a retention run now.
+	retainNow chan struct{}
+	queues    *queue.Store
+	keys      *index.Index
+	timers    *timer.Store
+	sched     *timer.Scheduler
+	meta      *meta.Store
+	ids       *message.Generator
 
 	topics    sync.Map     // topic name → *topicState
 	topicsGen atomic.Int64 // bumped when a topic state is dropped
@@ -88,7 +90,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: create data dir: %w", err)
 	}
-	e := &Engine{opts: o, dir: dir, closing: make(chan struct{}), clients: registry.New(registry.Options{}), sqlFilters: filter.NewCache(sqlCacheSize)}
+	e := &Engine{opts: o, dir: dir, closing: make(chan struct{}), retainNow: make(chan struct{}, 1), clients: registry.New(registry.Options{}), sqlFilters: filter.NewCache(sqlCacheSize)}
 	e.ids = message.NewGenerator(o.StoreHost.Addr())
 	e.bufs.New = func() any { return new(sendState) }
 	if err := e.open(); err != nil {
@@ -143,6 +145,7 @@ func (e *Engine) open() error {
 		FlushInterval: e.opts.FlushInterval,
 		Logger:        e.opts.Logger,
 		OnCorruption:  func(commitlog.Corruption) { e.corrupt.Add(1) },
+		OnNewSegment:  e.retainSoon,
 	})
 	if err != nil {
 		return fmt.Errorf("engine: open commit log: %w", err)
@@ -246,9 +249,23 @@ func (e *Engine) maintenanceLoop() {
 				e.opts.Logger.Error("retention failed", "err", err)
 			}
 			e.trimIdlePops()
+		case <-e.retainNow:
+			if _, err := e.ApplyRetention(time.Now()); err != nil {
+				e.opts.Logger.Error("retention failed", "err", err)
+			}
 		case <-expire.C:
 			e.clients.Expire()
 		}
+	}
+}
+
+// retainSoon asks the maintenance loop to apply retention now: the commit
+// log has just filled a segment, or failed to make one, so the disk may
+// have passed RetentionDiskRatio since the last run.
+func (e *Engine) retainSoon() {
+	select {
+	case e.retainNow <- struct{}{}:
+	default: // already asked
 	}
 }
 

@@ -94,3 +94,28 @@ func TestCorruptRecordIsNeverServed(t *testing.T) {
 		t.Fatal("corruption not counted")
 	}
 }
+
+// TestRetentionRunsWhenASegmentFills: retention does not wait for its
+// interval when the commit log moves to a new segment (the moment the
+// disk fills): with an hour between runs, segments past their age go as
+// soon as the log rolls.
+func TestRetentionRunsWhenASegmentFills(t *testing.T) {
+	e := openTest(t, t.TempDir(), &Options{SegmentSize: 64 << 10, RetentionAge: time.Millisecond, RetentionInterval: time.Hour})
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	ctx := context.Background()
+	body := string(bytes.Repeat([]byte("r"), 4000))
+	for i := range 50 { // about 3 segments
+		if _, err := e.Send(ctx, newMsg("T", fmt.Sprintf("%03d%s", i, body))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // every segment is past its age when the next one starts
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.log.MinOffset() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no segment was deleted after the log rolled, with retention due only in an hour")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

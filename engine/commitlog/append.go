@@ -110,6 +110,7 @@ func (l *Log) write(recs [][]byte, s Stamper, offs []int64, total int) (end int6
 func (l *Log) roll() error {
 	old := l.active
 	next, err := l.nextSegment(old.base + l.segSize)
+	l.newSegment()
 	if err != nil {
 		return err
 	}
@@ -148,6 +149,13 @@ func (l *Log) endSegment() error {
 	var h [headerSize]byte
 	encodeMarker(h[:], int(l.segSize)-l.pos, off)
 	return l.pwrite(h[:], l.pos)
+}
+
+// newSegment calls Options.OnNewSegment, if set.
+func (l *Log) newSegment() {
+	if l.opts.OnNewSegment != nil {
+		l.opts.OnNewSegment()
+	}
 }
 
 // nextSegment returns the segment for base: the preallocated one if it is

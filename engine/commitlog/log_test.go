@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -569,5 +570,39 @@ func TestStamperChangingBatch(t *testing.T) {
 	l = openLog(t, dir, &Options{SegmentSize: seg})
 	if got := scanAll(t, l); len(got) != 2 || string(got[1].payload) != "after" {
 		t.Fatalf("%d records after reopen", len(got))
+	}
+}
+
+// TestOnNewSegment checks that the owner hears of each new segment and of
+// each segment that could not be made.
+func TestOnNewSegment(t *testing.T) {
+	var calls atomic.Int32
+	var fail atomic.Bool
+	hooks := &testHooks{create: func(int64) error {
+		if fail.Load() {
+			return errors.New("no space left on device")
+		}
+		return nil
+	}}
+	l := openLog(t, t.TempDir(), &Options{SegmentSize: 64 << 10, OnNewSegment: func() { calls.Add(1) }, hooks: hooks})
+	defer closeLog(t, l)
+	for i := range 100 { // about two segments of 1 KiB records
+		appendOne(t, l, payload(i, 1000))
+	}
+	rolled := int32(l.EndOffset() / (64 << 10))
+	if got := calls.Load(); got != rolled {
+		t.Fatalf("OnNewSegment called %d times for %d rolls", got, rolled)
+	}
+	fail.Store(true)
+	before := calls.Load()
+	var err error
+	for i := 0; err == nil && i < 200; i++ {
+		err = l.Append([][]byte{payload(i, 1000)}, nil, nil)
+	}
+	if err == nil {
+		t.Fatal("appends went on past a segment that could not be made")
+	}
+	if calls.Load() == before {
+		t.Fatal("OnNewSegment was not called when a segment could not be made")
 	}
 }

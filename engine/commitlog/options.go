@@ -83,6 +83,15 @@ type Options struct {
 	// Default: nil.
 	OnCorruption func(Corruption)
 
+	// OnNewSegment, if not nil, is called when the writer has moved to a
+	// new segment and when making one failed (a full disk, typically): the
+	// moments the file system fills, when an owner that applies retention
+	// by disk use should not wait for its schedule. It is called with the
+	// writer's lock held: it must return at once and must not call the Log.
+	//
+	// Default: nil.
+	OnNewSegment func()
+
 	// hooks lets this package's tests observe and steer internals. It is
 	// nil outside tests.
 	hooks *testHooks
