@@ -115,7 +115,7 @@ func (l *Log) roll() error {
 		return err
 	}
 	if err := l.endSegment(); err != nil {
-		next.release()
+		l.discardSegment(next)
 		return err
 	}
 	old.lastWrite.Store(l.now().UnixNano())
@@ -132,7 +132,13 @@ func (l *Log) roll() error {
 	// Publish only after the list holds next (see segmentAt).
 	l.end.Store(next.base)
 	l.requestPrealloc(next.base + l.segSize)
-	return l.openFile()
+	if err := l.openFile(); err != nil {
+		// The writer is in a segment it cannot write: no append can
+		// succeed any more.
+		l.fail(err)
+		return err
+	}
+	return nil
 }
 
 // endSegment ends the active segment with a marker, if there is room for
