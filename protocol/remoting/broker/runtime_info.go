@@ -146,28 +146,20 @@ func (b *Broker) getBrokerRuntimeInfo(ctx context.Context, c *server.Conn, req *
 		"commitLogDiskRatio":              ratio,
 		"dispatchBehindBytes":             i64(st.LogEndOffset - st.DispatchedOffset),
 		"pageCacheLockTimeMills":          "0",
-		"earliestMessageTimeStamp":        i64(b.earliestStoreTime()),
+		"earliestMessageTimeStamp":        i64(b.earliestStoreTime(st.LogMinOffset)),
 		"runtime":                         runtimeString(time.Since(boot)),
 	}
 	return jsonResponse(req, wire.KVTable{Table: table})
 }
 
-// earliestStoreTime is the store time of the oldest message still in any
-// queue, or 0 when there is none.
-func (b *Broker) earliestStoreTime() int64 {
-	var earliest int64
-	for _, t := range b.eng.Topics() {
-		for q := range t.Queues() {
-			first, err := b.eng.MinOffset(t.Name, q)
-			if err != nil {
-				continue
-			}
-			if ts, err := b.eng.StoreTime(t.Name, q, first); err == nil && (earliest == 0 || ts < earliest) {
-				earliest = ts
-			}
-		}
+// earliestStoreTime is the store time of the first message in the commit
+// log, as Java answers it, or 0 when the log holds none.
+func (b *Broker) earliestStoreTime(logMin int64) int64 {
+	m, err := b.eng.MessageAt(logMin)
+	if err != nil {
+		return 0
 	}
-	return earliest
+	return m.StoreTimestamp
 }
 
 // runtimeString writes an uptime as Java brokers do: "[ 0 days, 1 hours,
