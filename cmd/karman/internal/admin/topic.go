@@ -456,6 +456,10 @@ type TopicDescription struct {
 	Queues     []QueueOffsets    `json:"queues"`
 	// Messages is the sum over the queues of MaxOffset - MinOffset.
 	Messages int64 `json:"messages"`
+	// ConsumerGroups are the groups that consume the topic, sorted: those
+	// with an online subscriber or committed offsets on any of its brokers
+	// (QUERY_TOPIC_CONSUME_BY_WHO).
+	ConsumerGroups []string `json:"consumerGroups"`
 }
 
 // TopicBroker is a topic's queues on one broker.
@@ -495,7 +499,7 @@ func (c *Client) DescribeTopic(ctx context.Context, topic string) (*TopicDescrip
 		return nil, err
 	}
 	masters, qd := routeMasters(route)
-	d := &TopicDescription{Topic: topic, Attributes: map[string]string{}, Brokers: []TopicBroker{}, Queues: []QueueOffsets{}}
+	d := &TopicDescription{Topic: topic, Attributes: map[string]string{}, Brokers: []TopicBroker{}, Queues: []QueueOffsets{}, ConsumerGroups: []string{}}
 	for _, b := range masters {
 		q := qd[b.Name]
 		d.Brokers = append(d.Brokers, TopicBroker{
@@ -513,11 +517,30 @@ func (c *Client) DescribeTopic(ctx context.Context, topic string) (*TopicDescrip
 			return nil, err
 		}
 		d.Queues = append(d.Queues, qs...)
+		if gs, err := c.consumingGroups(ctx, b, topic); err == nil {
+			d.ConsumerGroups = append(d.ConsumerGroups, gs...)
+		}
 	}
 	for _, q := range d.Queues {
 		d.Messages += max(q.MaxOffset-q.MinOffset, 0)
 	}
+	slices.Sort(d.ConsumerGroups)
+	d.ConsumerGroups = slices.Compact(d.ConsumerGroups)
 	return d, nil
+}
+
+// consumingGroups asks one broker which groups consume topic.
+func (c *Client) consumingGroups(ctx context.Context, b Broker, topic string) ([]string, error) {
+	t := brokerTarget(b)
+	resp, err := c.invoke(ctx, t, request(wire.QueryTopicConsumeByWho, &wire.QueryTopicConsumeByWhoRequestHeader{Topic: topic}, nil))
+	if err != nil {
+		return nil, err
+	}
+	var body wire.GroupListBody
+	if err := decodeBody(t, wire.QueryTopicConsumeByWho, resp.Body, &body); err != nil {
+		return nil, err
+	}
+	return body.GroupList, nil
 }
 
 // queueOffsets asks one broker for the bounds of a topic's queues, with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -241,8 +242,8 @@ func TestAdminEndToEnd(t *testing.T) {
 		back.Properties["DLQ_ORIGIN_TOPIC"] != "" || strings.Join(back.Keys, ",") != "k1,other" {
 		t.Errorf("resent message = %+v, resend %+v", back, res)
 	}
-	if d := adminJSON[admin.TopicDescription](t, ns, "topic", "describe", "plain"); d.Messages != 4 {
-		t.Errorf("plain holds %d messages after the resend, want 4", d.Messages)
+	if d := adminJSON[admin.TopicDescription](t, ns, "topic", "describe", "plain"); d.Messages != 4 || !slices.Equal(d.ConsumerGroups, []string{"billing"}) {
+		t.Errorf("plain holds %d messages after the resend, want 4, consumed by %v, want billing", d.Messages, d.ConsumerGroups)
 	}
 	if err := adminFails(t, ns, "dlq", "resend", "billing", gen.Next()); !strings.Contains(err, "has no dead letter") {
 		t.Errorf("resending an unknown dead letter: %v", err)

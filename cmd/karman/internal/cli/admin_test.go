@@ -121,7 +121,7 @@ func TestTextOutput(t *testing.T) {
 	var buf bytes.Buffer
 	f := &adminFlags{}
 	d := &admin.TopicDescription{
-		Topic: "orders", Type: "FIFO", Attributes: map[string]string{"message.type": "FIFO", "a": "b"}, Messages: 12,
+		Topic: "orders", Type: "FIFO", Attributes: map[string]string{"message.type": "FIFO", "a": "b"}, Messages: 12, ConsumerGroups: []string{"billing", "shipping"},
 		Brokers: []admin.TopicBroker{{Cluster: "DefaultCluster", BrokerName: "broker-a", Address: "127.0.0.1:10911", ReadQueues: 2, WriteQueues: 2, Perm: "rw"}},
 		Queues: []admin.QueueOffsets{
 			{BrokerName: "broker-a", QueueID: 0, MinOffset: 0, MaxOffset: 5},
@@ -131,10 +131,11 @@ func TestTextOutput(t *testing.T) {
 	if err := f.print(&buf, d, func(w io.Writer, v any) { writeTopicDescription(w, v.(*admin.TopicDescription)) }); err != nil {
 		t.Fatal(err)
 	}
-	want := `topic:       orders
-type:        FIFO
-attributes:  a=b message.type=FIFO
-messages:    12
+	want := `topic:        orders
+type:         FIFO
+attributes:   a=b message.type=FIFO
+messages:     12
+consumed by:  billing shipping
 
 BROKER    CLUSTER         ADDRESS          READ  WRITE  PERM
 broker-a  DefaultCluster  127.0.0.1:10911  2     2      rw

@@ -203,6 +203,7 @@ func writeTopicDescription(w io.Writer, d *admin.TopicDescription) {
 	}
 	row(w, "attributes:", orDash(strings.Join(attrs, " ")))
 	row(w, "messages:", d.Messages)
+	row(w, "consumed by:", orDash(strings.Join(d.ConsumerGroups, " ")))
 	fmt.Fprintln(w)
 	row(w, "BROKER", "CLUSTER", "ADDRESS", "READ", "WRITE", "PERM")
 	for _, b := range d.Brokers {
