@@ -83,26 +83,36 @@ func (l *Log) write(recs [][]byte, s Stamper, offs []int64, total int) (end int6
 			clear(seg.data[start : start+total])
 		}
 	}()
-	pos, limit := start, start+total
-	for i, rec := range recs {
-		off := seg.base + int64(pos)
-		if s != nil {
-			s.Stamp(i, rec, off)
-		}
-		if pos+int(FrameSize(len(rec))) > limit {
-			// recs changed under us (the Stamper replaced a record).
-			return 0, fmt.Errorf("commitlog: append: record %d changed size during the append", i)
-		}
-		pos += putRecord(seg.data, pos, off, rec)
-		if offs != nil {
-			offs[i] = off
-		}
+	if err := putBatch(seg.data[start:start+total], seg.base+int64(start), recs, s, offs); err != nil {
+		return 0, err
 	}
 	done = true
-	l.pos = pos
-	end = seg.base + int64(pos)
+	l.pos = start + total
+	end = seg.base + int64(l.pos)
 	l.end.Store(end)
 	return end, nil
+}
+
+// putBatch writes the frames of recs into dst, which is exactly their size
+// and lies at log offset off, stamping each record just before it is
+// copied and writing each frame's offset to offs[i] (when offs is not nil).
+func putBatch(dst []byte, off int64, recs [][]byte, s Stamper, offs []int64) error {
+	pos := 0
+	for i, rec := range recs {
+		at := off + int64(pos)
+		if s != nil {
+			s.Stamp(i, rec, at)
+		}
+		if pos+int(FrameSize(len(rec))) > len(dst) {
+			// recs changed under us (the Stamper replaced a record).
+			return fmt.Errorf("commitlog: append: record %d changed size during the append", i)
+		}
+		pos += putRecord(dst, pos, at, rec)
+		if offs != nil {
+			offs[i] = at
+		}
+	}
+	return nil
 }
 
 // roll moves the writer to the next segment, ending the current one with a

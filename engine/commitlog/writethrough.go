@@ -53,19 +53,8 @@ func (l *Log) writeFile(recs [][]byte, s Stamper, offs []int64, total int) (int6
 		l.frames = make([]byte, total)
 	}
 	buf := l.frames[:total]
-	pos := 0
-	for i, rec := range recs {
-		off := seg.base + int64(start+pos)
-		if s != nil {
-			s.Stamp(i, rec, off)
-		}
-		if pos+int(FrameSize(len(rec))) > total {
-			return 0, fmt.Errorf("commitlog: append: record %d changed size during the append", i)
-		}
-		pos += putRecord(buf, pos, off, rec)
-		if offs != nil {
-			offs[i] = off
-		}
+	if err := putBatch(buf, seg.base+int64(start), recs, s, offs); err != nil {
+		return 0, err
 	}
 	if total > maxKeptFrames {
 		l.frames = nil // a rare large batch does not stay in memory
