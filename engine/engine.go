@@ -245,17 +245,20 @@ func (e *Engine) maintenanceLoop() {
 		case <-e.closing:
 			return
 		case now := <-t.C:
-			if _, err := e.ApplyRetention(now); err != nil {
-				e.opts.Logger.Error("retention failed", "err", err)
-			}
+			e.retain(now)
 			e.trimIdlePops()
 		case <-e.retainNow:
-			if _, err := e.ApplyRetention(time.Now()); err != nil {
-				e.opts.Logger.Error("retention failed", "err", err)
-			}
+			e.retain(time.Now())
 		case <-expire.C:
 			e.clients.Expire()
 		}
+	}
+}
+
+// retain applies retention, logging a failure.
+func (e *Engine) retain(now time.Time) {
+	if _, err := e.ApplyRetention(now); err != nil {
+		e.opts.Logger.Error("retention failed", "err", err)
 	}
 }
 
