@@ -349,12 +349,11 @@ func (s *Store) OffsetTopics(group string) ([]string, error) {
 	defer it.Close()
 	var out []string
 	for it.First(); it.Valid(); {
-		k := it.Key()[len(p):]
-		if len(k) < 1 || len(k) < 1+int(k[0]) {
+		_, topic, ok := parseOffsetKey(it.Key())
+		if !ok {
 			it.Next()
 			continue
 		}
-		topic := string(k[1 : 1+k[0]])
 		out = append(out, topic)
 		next := kv.PrefixEnd(offsetPrefix(group, topic))
 		it.SeekGE(next)
