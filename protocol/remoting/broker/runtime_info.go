@@ -107,16 +107,13 @@ func (b *Broker) trafficLoop() {
 func (b *Broker) getBrokerRuntimeInfo(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
 	now := b.trafficNow()
 	st := b.eng.Stats()
-	tps := func(window time.Duration, out bool) float64 {
-		in, o := b.traffic.rates(now, window)
-		if out {
-			return o
-		}
-		return in
+	// Rates over 10 s, 1 min and 10 min, written as Java writes them.
+	var in, out [3]float64
+	for i, w := range [...]time.Duration{10 * time.Second, time.Minute, 10 * time.Minute} {
+		in[i], out[i] = b.traffic.rates(now, w)
 	}
-	triple := func(out bool) string {
-		return fmt.Sprintf("%.2f %.2f %.2f", tps(10*time.Second, out), tps(time.Minute, out), tps(10*time.Minute, out))
-	}
+	rates := func(r [3]float64) string { return fmt.Sprintf("%.2f %.2f %.2f", r[0], r[1], r[2]) }
+	putTps, getTps := rates(in), rates(out)
 	b.traffic.mu.Lock()
 	today, yesterday, boot := b.traffic.today, b.traffic.yesterday, b.traffic.boot
 	b.traffic.mu.Unlock()
@@ -130,10 +127,10 @@ func (b *Broker) getBrokerRuntimeInfo(ctx context.Context, c *server.Conn, req *
 		"brokerVersion":                   strconv.Itoa(int(wire.DefaultVersion)),
 		"bootTimestamp":                   i64(boot.UnixMilli()),
 		"startAcceptSendRequestTimeStamp": i64(boot.UnixMilli()),
-		"putTps":                          triple(false),
-		"getTransferredTps":               triple(true),
-		"getFoundTps":                     triple(true),
-		"getTotalTps":                     triple(true),
+		"putTps":                          putTps,
+		"getTransferredTps":               getTps,
+		"getFoundTps":                     getTps,
+		"getTotalTps":                     getTps,
 		"getMissTps":                      "0.00 0.00 0.00",
 		"msgPutTotalTodayNow":             i64(now.in),
 		"msgGetTotalTodayNow":             i64(now.out),
