@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -88,9 +89,12 @@ func (t *traffic) rates(now trafficSample, window time.Duration) (in, out float6
 }
 
 // trafficNow reads the engine's counters.
-func (b *Broker) trafficNow() trafficSample {
+func (b *Broker) trafficNow() trafficSample { return trafficOf(b.eng.Stats()) }
+
+// trafficOf sums the message counters of st, sampled now.
+func trafficOf(st engine.Stats) trafficSample {
 	s := trafficSample{at: time.Now()}
-	for _, ts := range b.eng.Stats().Topics {
+	for _, ts := range st.Topics {
 		s.in += ts.MessagesIn
 		s.out += ts.MessagesOut
 	}
@@ -105,8 +109,8 @@ func (b *Broker) trafficLoop() {
 
 // getBrokerRuntimeInfo serves GET_BROKER_RUNTIME_INFO (28).
 func (b *Broker) getBrokerRuntimeInfo(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
-	now := b.trafficNow()
 	st := b.eng.Stats()
+	now := trafficOf(st)
 	// Rates over 10 s, 1 min and 10 min, written as Java writes them.
 	var in, out [3]float64
 	for i, w := range [...]time.Duration{10 * time.Second, time.Minute, 10 * time.Minute} {
