@@ -2,12 +2,14 @@ package broker
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
@@ -89,6 +91,14 @@ func TestTopicAdmin(t *testing.T) {
 	if c := w.TopicConfigTable["TBW102"]; c.Perm != 7 {
 		t.Fatalf("TBW102 config %+v", c)
 	}
+	// GET_TOPIC_CONFIG answers the same configuration for one topic.
+	resp = invoke(t, p, request(wire.GetTopicConfig, &wire.TopicRequestHeader{Topic: "Orders"}, nil))
+	wantCode(t, resp, wire.Success)
+	var one namesrv.TopicConfig
+	if err := json.Unmarshal(resp.Body, &one); err != nil || !reflect.DeepEqual(one, w.TopicConfigTable["Orders"]) {
+		t.Fatalf("GET_TOPIC_CONFIG: %s (%v), want %+v", resp.Body, err, w.TopicConfigTable["Orders"])
+	}
+	wantCode(t, invoke(t, p, request(wire.GetTopicConfig, &wire.TopicRequestHeader{Topic: "Nope"}, nil)), wire.TopicNotExist)
 
 	for _, tt := range []struct {
 		name string
@@ -141,6 +151,18 @@ func TestGroupAdmin(t *testing.T) {
 	c := w.SubscriptionGroupTable["cg"]
 	if c.GroupName != "cg" || !c.ConsumeEnable || !c.ConsumeBroadcastEnable || !c.ConsumeMessageOrderly || c.RetryMaxTimes != 3 || c.RetryQueueNums != 1 {
 		t.Fatalf("group config %+v", c)
+	}
+	// GET_SUBSCRIPTIONGROUP_CONFIG answers the same for one group, and
+	// does not create the groups it is asked about.
+	resp = invoke(t, p, request(wire.GetSubscriptionGroupConfig, &wire.GroupRequestHeader{Group: "cg"}, nil))
+	wantCode(t, resp, wire.Success)
+	var one SubscriptionGroupConfig
+	if err := json.Unmarshal(resp.Body, &one); err != nil || !reflect.DeepEqual(one, c) {
+		t.Fatalf("GET_SUBSCRIPTIONGROUP_CONFIG: %s (%v), want %+v", resp.Body, err, c)
+	}
+	wantCode(t, invoke(t, p, request(wire.GetSubscriptionGroupConfig, &wire.GroupRequestHeader{Group: "nobody"}, nil)), wire.SubscriptionGroupNotExist)
+	if _, err := h.eng.Group("nobody"); err == nil {
+		t.Fatal("asking for a group's configuration created it")
 	}
 	// The answer reads back into the same group.
 	back, err := groupOf(c)
@@ -289,6 +311,7 @@ func TestBadHeaders(t *testing.T) {
 		wire.UpdateAndCreateSubscriptionGroup, wire.DeleteSubscriptionGroup, wire.GetConsumerConnectionList,
 		wire.GetProducerConnectionList, wire.GetConsumeStats, wire.GetTopicStatsInfo,
 		wire.GetEarliestMsgStoretime, wire.QueryTopicConsumeByWho, wire.QueryTopicsByConsumer,
+		wire.LitePullMessage, wire.CheckClientConfig, wire.GetTopicConfig, wire.GetSubscriptionGroupConfig,
 	}
 	for _, code := range codes {
 		for _, ext := range []map[string]string{nil, {"topic": "", "queueId": "x", "consumerGroup": "", "offset": "1e9", "groupName": ""}} {
@@ -374,19 +397,19 @@ func TestConsumedBy(t *testing.T) {
 		}
 	}
 
-	resp := invoke(t, p, request(wire.QueryTopicConsumeByWho, &wire.QueryTopicConsumeByWhoRequestHeader{Topic: "TopicA"}, nil))
+	resp := invoke(t, p, request(wire.QueryTopicConsumeByWho, &wire.TopicRequestHeader{Topic: "TopicA"}, nil))
 	wantCode(t, resp, wire.Success)
 	var groups wire.GroupListBody
 	if err := json.Unmarshal(resp.Body, &groups); err != nil || !slices.Equal(groups.GroupList, []string{"committed", "online"}) {
 		t.Errorf("groups consuming TopicA: %s, %v", resp.Body, err)
 	}
-	resp = invoke(t, p, request(wire.QueryTopicConsumeByWho, &wire.QueryTopicConsumeByWhoRequestHeader{Topic: "Nobody"}, nil))
+	resp = invoke(t, p, request(wire.QueryTopicConsumeByWho, &wire.TopicRequestHeader{Topic: "Nobody"}, nil))
 	wantCode(t, resp, wire.Success)
 	if string(resp.Body) != `{"groupList":[]}` {
 		t.Errorf("groups consuming a topic nobody consumes: %s", resp.Body)
 	}
 
-	resp = invoke(t, p, request(wire.QueryTopicsByConsumer, &wire.QueryTopicsByConsumerRequestHeader{Group: "committed"}, nil))
+	resp = invoke(t, p, request(wire.QueryTopicsByConsumer, &wire.GroupRequestHeader{Group: "committed"}, nil))
 	wantCode(t, resp, wire.Success)
 	var topics wire.TopicListBody
 	if err := json.Unmarshal(resp.Body, &topics); err != nil || !slices.Equal(topics.TopicList, []string{"TopicA", "TopicB"}) || topics.BrokerAddr != h.b.opts.Addr {

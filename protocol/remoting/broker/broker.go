@@ -150,6 +150,8 @@ func (b *Broker) Register(mux *server.Mux) {
 
 	// Consumers.
 	mux.HandleInlineFunc(wire.PullMessage, server.KindPull, b.pullMessage)
+	mux.HandleInlineFunc(wire.LitePullMessage, server.KindPull, b.pullMessage)
+	mux.HandleFunc(wire.CheckClientConfig, server.KindConsume, b.checkClientConfig)
 	mux.HandleFunc(wire.HeartBeat, server.KindConsume, b.heartbeat)
 	mux.HandleFunc(wire.UnregisterClient, server.KindConsume, b.unregisterClient)
 	mux.HandleFunc(wire.GetConsumerListByGroup, server.KindConsume, b.getConsumerListByGroup)
@@ -175,8 +177,10 @@ func (b *Broker) Register(mux *server.Mux) {
 	mux.HandleFunc(wire.UpdateAndCreateTopic, server.KindDefault, b.updateAndCreateTopic)
 	mux.HandleFunc(wire.DeleteTopicInBroker, server.KindDefault, b.deleteTopicInBroker)
 	mux.HandleFunc(wire.GetAllTopicConfig, server.KindDefault, b.getAllTopicConfig)
+	mux.HandleFunc(wire.GetTopicConfig, server.KindDefault, b.getTopicConfig)
 	mux.HandleFunc(wire.UpdateAndCreateSubscriptionGroup, server.KindDefault, b.updateAndCreateSubscriptionGroup)
 	mux.HandleFunc(wire.GetAllSubscriptionGroupConfig, server.KindDefault, b.getAllSubscriptionGroupConfig)
+	mux.HandleFunc(wire.GetSubscriptionGroupConfig, server.KindDefault, b.getSubscriptionGroupConfig)
 	mux.HandleFunc(wire.DeleteSubscriptionGroup, server.KindDefault, b.deleteSubscriptionGroup)
 	mux.HandleFunc(wire.GetConsumerConnectionList, server.KindDefault, b.getConsumerConnectionList)
 	mux.HandleFunc(wire.GetProducerConnectionList, server.KindDefault, b.getProducerConnectionList)

@@ -12,7 +12,7 @@ import (
 // groups that consume a topic, as Java answers it: those with an online
 // consumer subscribed to it and those that committed offsets in it.
 func (b *Broker) queryTopicConsumeByWho(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
-	var h wire.QueryTopicConsumeByWhoRequestHeader
+	var h wire.TopicRequestHeader
 	if err := decodeHeader(req, &h); err != nil {
 		return errorResponse(req, err)
 	}
@@ -28,7 +28,7 @@ func (b *Broker) queryTopicConsumeByWho(ctx context.Context, c *server.Conn, req
 // queryTopicsByConsumer serves QUERY_TOPICS_BY_CONSUMER (343): the topics
 // in which a group committed offsets, with this broker's address.
 func (b *Broker) queryTopicsByConsumer(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
-	var h wire.QueryTopicsByConsumerRequestHeader
+	var h wire.GroupRequestHeader
 	if err := decodeHeader(req, &h); err != nil {
 		return errorResponse(req, err)
 	}

@@ -12,7 +12,8 @@
 //
 //	send.go                 SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE(_V2)
 //	transaction.go          END_TRANSACTION; CHECK_TRANSACTION_STATE to producers
-//	pull.go                 PULL_MESSAGE with long polling
+//	pull.go                 PULL_MESSAGE and LITE_PULL_MESSAGE with long polling
+//	client_config.go        CHECK_CLIENT_CONFIG (can the broker filter by this subscription?)
 //	heartbeat.go            HEART_BEAT, UNREGISTER_CLIENT
 //	consumer_list.go        GET_CONSUMER_LIST_BY_GROUP
 //	consumer_offset.go      QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET
@@ -21,8 +22,9 @@
 //	send_back.go            CONSUMER_SEND_MSG_BACK
 //	query_message.go        QUERY_MESSAGE
 //	view_message.go         VIEW_MESSAGE_BY_ID
-//	topic_admin.go          UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG
-//	group_admin.go          UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP
+//	topic_admin.go          UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG
+//	group_admin.go          UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+//	                        GET_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP
 //	consumer_connection.go  GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST
 //	consume_stats.go        GET_CONSUME_STATS
 //	topic_stats.go          GET_TOPIC_STATS_INFO

@@ -12,8 +12,9 @@ import (
 )
 
 // Consumer-group administration: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
-// (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) and
-// DELETE_SUBSCRIPTIONGROUP (207), translating Java's
+// (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201),
+// GET_SUBSCRIPTIONGROUP_CONFIG (352) and DELETE_SUBSCRIPTIONGROUP (207),
+// translating Java's
 // SubscriptionGroupConfig to and from the engine's groups:
 //
 //	groupName                 Name
@@ -55,6 +56,20 @@ func (b *Broker) getAllSubscriptionGroupConfig(ctx context.Context, c *server.Co
 		w.SubscriptionGroupTable[g.Name] = groupConfigOf(g)
 	}
 	return jsonResponse(req, w)
+}
+
+// getSubscriptionGroupConfig answers one group's configuration, or
+// SUBSCRIPTION_GROUP_NOT_EXIST; it never creates the group.
+func (b *Broker) getSubscriptionGroupConfig(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
+	var h wire.GroupRequestHeader
+	if err := decodeHeader(req, &h); err != nil {
+		return errorResponse(req, err)
+	}
+	g, err := b.eng.Group(h.Group)
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	return jsonResponse(req, groupConfigOf(g))
 }
 
 func (b *Broker) deleteSubscriptionGroup(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {

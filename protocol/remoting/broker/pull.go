@@ -11,7 +11,8 @@ import (
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
-// PULL_MESSAGE (11).
+// PULL_MESSAGE (11), and LITE_PULL_MESSAGE (361), which Java's lite pull
+// consumer sends (with the LITE_PULL flag) and Java's broker serves alike.
 //
 // The answer depends on where queueOffset falls in the queue [min, max):
 //

@@ -152,6 +152,41 @@ func TestPullSQL92(t *testing.T) {
 	}
 }
 
+// Java's lite pull consumer sends LITE_PULL_MESSAGE with the lite-pull
+// flag; it is served as PULL_MESSAGE, long polling included.
+func TestLitePull(t *testing.T) {
+	h := newHarness(t)
+	holding := h.holds()
+	p := h.dial(nil)
+	h.send(p, "TopicL", 0, "one")
+	h.dispatched()
+	ph := pullHeader("g", "TopicL", 0, 0)
+	ph.SysFlag = wire.PullFlagSubscription | wire.PullFlagSuspend | wire.PullFlagLitePull
+	ph.SuspendTimeoutMillis = 20_000
+	resp := invoke(t, p, request(wire.LitePullMessage, ph, nil))
+	wantCode(t, resp, wire.Success)
+	if msgs := records(t, resp.Body); len(msgs) != 1 || string(msgs[0].Body) != "one" || ext(t, resp, "nextBeginOffset") != 1 {
+		t.Fatalf("lite pull: %d messages, next %d", len(msgs), ext(t, resp, "nextBeginOffset"))
+	}
+
+	ph.QueueOffset = 1
+	got := make(chan *wire.Command, 1)
+	go func() {
+		resp, err := p.Invoke(context.Background(), request(wire.LitePullMessage, ph, nil))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp
+	}()
+	<-holding
+	h.send(p, "TopicL", 0, "two")
+	resp = <-got
+	wantCode(t, resp, wire.Success)
+	if msgs := records(t, resp.Body); len(msgs) != 1 || string(msgs[0].Body) != "two" {
+		t.Fatalf("held lite pull answered %d messages", len(msgs))
+	}
+}
+
 // A caught-up pull with SUSPEND waits for the next message and is woken
 // by it; without one it answers PULL_NOT_FOUND at its timeout.
 func TestPullLongPolling(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/server"
@@ -14,8 +15,9 @@ import (
 )
 
 // Topic administration: UPDATE_AND_CREATE_TOPIC (17),
-// DELETE_TOPIC_IN_BROKER (215) and GET_ALL_TOPIC_CONFIG (21). Changes
-// fire TopicsChanged so the name servers learn them.
+// DELETE_TOPIC_IN_BROKER (215), GET_ALL_TOPIC_CONFIG (21) and
+// GET_TOPIC_CONFIG (351). Changes fire TopicsChanged so the name servers
+// learn them.
 
 // attrMessageType is the topic attribute holding the message type
 // (RocketMQ 5's "message.type": NORMAL, FIFO, DELAY, TRANSACTION, MIXED).
@@ -93,6 +95,25 @@ func (b *Broker) getAllTopicConfig(ctx context.Context, c *server.Conn, req *wir
 		w.TopicConfigTable[t.TopicName] = t
 	}
 	return jsonResponse(req, w)
+}
+
+// getTopicConfig answers one topic's configuration (Java's
+// TopicConfigAndQueueMapping without a mapping: Karman has no static
+// topics), or TOPIC_NOT_EXIST. RocketMQ's dashboard and mqadmin read a
+// topic's settings this way.
+func (b *Broker) getTopicConfig(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
+	var h wire.TopicRequestHeader
+	if err := decodeHeader(req, &h); err != nil {
+		return errorResponse(req, err)
+	}
+	t, err := b.eng.Topic(h.Topic)
+	if err == nil && t.Name == message.TopicAutoCreate && !b.opts.AutoCreateTopics {
+		err = fmt.Errorf("%w: %s (auto-creation is off)", engine.ErrTopicNotFound, h.Topic)
+	}
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	return jsonResponse(req, topicConfigOf(t))
 }
 
 // jsonResponse answers SUCCESS with v as the JSON body.

@@ -76,38 +76,40 @@ func (h *GetTopicStatsInfoRequestHeader) EncodeFields(ext map[string]string) {
 	ext["topic"] = h.Topic
 }
 
-// QueryTopicConsumeByWhoRequestHeader is the header of
-// QUERY_TOPIC_CONSUME_BY_WHO (300). Required: topic.
-type QueryTopicConsumeByWhoRequestHeader struct {
+// TopicRequestHeader is the header of the requests that name one topic
+// and nothing else: QUERY_TOPIC_CONSUME_BY_WHO (300) and GET_TOPIC_CONFIG
+// (351). Required: topic.
+type TopicRequestHeader struct {
 	Topic string // topic
 }
 
 // DecodeFields implements Header.
-func (h *QueryTopicConsumeByWhoRequestHeader) DecodeFields(ext map[string]string) error {
-	r := newFieldReader("QueryTopicConsumeByWhoRequestHeader", ext)
+func (h *TopicRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("TopicRequestHeader", ext)
 	h.Topic = r.nonEmpty("topic")
 	return r.err
 }
 
 // EncodeFields implements Header.
-func (h *QueryTopicConsumeByWhoRequestHeader) EncodeFields(ext map[string]string) {
+func (h *TopicRequestHeader) EncodeFields(ext map[string]string) {
 	ext["topic"] = h.Topic
 }
 
-// QueryTopicsByConsumerRequestHeader is the header of
-// QUERY_TOPICS_BY_CONSUMER (343). Required: group.
-type QueryTopicsByConsumerRequestHeader struct {
+// GroupRequestHeader is the header of the requests that name one consumer
+// group and nothing else: QUERY_TOPICS_BY_CONSUMER (343) and
+// GET_SUBSCRIPTIONGROUP_CONFIG (352). Required: group.
+type GroupRequestHeader struct {
 	Group string // group
 }
 
 // DecodeFields implements Header.
-func (h *QueryTopicsByConsumerRequestHeader) DecodeFields(ext map[string]string) error {
-	r := newFieldReader("QueryTopicsByConsumerRequestHeader", ext)
+func (h *GroupRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("GroupRequestHeader", ext)
 	h.Group = r.nonEmpty("group")
 	return r.err
 }
 
 // EncodeFields implements Header.
-func (h *QueryTopicsByConsumerRequestHeader) EncodeFields(ext map[string]string) {
+func (h *GroupRequestHeader) EncodeFields(ext map[string]string) {
 	ext["group"] = h.Group
 }

@@ -532,7 +532,7 @@ func (c *Client) DescribeTopic(ctx context.Context, topic string) (*TopicDescrip
 // consumingGroups asks one broker which groups consume topic.
 func (c *Client) consumingGroups(ctx context.Context, b Broker, topic string) ([]string, error) {
 	t := brokerTarget(b)
-	resp, err := c.invoke(ctx, t, request(wire.QueryTopicConsumeByWho, &wire.QueryTopicConsumeByWhoRequestHeader{Topic: topic}, nil))
+	resp, err := c.invoke(ctx, t, request(wire.QueryTopicConsumeByWho, &wire.TopicRequestHeader{Topic: topic}, nil))
 	if err != nil {
 		return nil, err
 	}
