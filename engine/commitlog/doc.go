@@ -120,13 +120,16 @@
 // sync covered plus those that arrived while it ran, at least as long as
 // that sync took and longer when many are still missing (2 ms at most), so
 // that appenders who come back from a sync a little apart, as producers
-// with a round trip between two messages do, share the next one. With FlushSync, appends write their frames to the
-// segment file with pwrite instead of copying them into the mapping, so
-// that a sync never has to make mapped pages read-only again (see
-// writethrough.go); readers read through the mapping either way. The
-// checkpoint is then written at most once per FlushInterval; recovery
-// simply scans a little further. A failed sync is permanent: it is returned to the waiting
-// appenders and to every later Append.
+// with a round trip between two messages do, share the next one. With
+// FlushSync, appends write their frames to the segment file with pwrite
+// instead of copying them into the mapping, so that a sync never has to
+// make mapped pages read-only again, and a background goroutine keeps the
+// few MiB ahead of the writer written with zeros and synced, so that a
+// sync never has to record newly written blocks in the file system's
+// journal (see writethrough.go); readers read through the mapping either
+// way. The checkpoint is then written at most once per FlushInterval;
+// recovery simply scans a little further. A failed sync is permanent: it
+// is returned to the waiting appenders and to every later Append.
 //
 // # Concurrency
 //

@@ -33,6 +33,7 @@ type Log struct {
 	prePending bool     // a segment was requested from the preallocator
 	file       *os.File // with writeThrough: active's file, open for writing
 	frames     []byte   // with writeThrough: the batch being written
+	zeroed     int64    // with writeThrough: log offset up to which zeroAhead wrote zeros
 	preReq     chan int64
 	preRes     chan preallocated
 

@@ -103,6 +103,9 @@ type testHooks struct {
 	now func() time.Time
 	// statfs replaces the file-system query used by Retain.
 	statfs func(dir string) (used, total uint64, err error)
+	// manualZero keeps the prefaulter from writing zeros ahead of the
+	// writer, so that a test calls zeroAhead itself.
+	manualZero bool
 	// msync replaces unix.Msync for flushes.
 	msync func(b []byte) error
 	// synced is called after a flush made [0, to) durable and before any

@@ -17,6 +17,13 @@ import (
 const (
 	prefaultTick      = 50 * time.Millisecond
 	prefaultMaxWindow = 64 << 20
+	// minZeroWindow is how far ahead of the writer zeroAhead keeps the
+	// blocks written even when the log is idle, so that the first syncs
+	// of a burst find them so.
+	minZeroWindow = 1 << 20
+	// maxZeroWindow bounds it: every byte zeroed is written twice, and a
+	// large first step would hold up the syncs of the records.
+	maxZeroWindow = 4 << 20
 )
 
 func (l *Log) prefaultLoop() {
@@ -25,6 +32,10 @@ func (l *Log) prefaultLoop() {
 	defer t.Stop()
 	last := l.end.Load()
 	var done int64 // pages below are populated
+	zero := l.writeThrough && (l.opts.hooks == nil || !l.opts.hooks.manualZero)
+	if zero {
+		zero = l.zeroAhead(last + minZeroWindow)
+	}
 	for {
 		select {
 		case <-l.stop:
@@ -35,6 +46,9 @@ func (l *Log) prefaultLoop() {
 		rate := end - last // bytes per tick
 		last = end
 		window := min(rate*int64(time.Second/prefaultTick), prefaultMaxWindow)
+		if zero {
+			zero = l.zeroAhead(end + min(max(window, minZeroWindow), maxZeroWindow))
+		}
 		if window <= 0 {
 			continue
 		}

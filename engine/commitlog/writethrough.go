@@ -3,6 +3,7 @@ package commitlog
 import (
 	"fmt"
 	"os"
+	"time"
 )
 
 // Write-through appends (FlushSync).
@@ -82,4 +83,96 @@ func (l *Log) pwrite(b []byte, pos int) error {
 		return err
 	}
 	return nil
+}
+
+// Writing ahead with zeros (FlushSync).
+//
+// A segment is made with fallocate, so its blocks start out reserved but
+// unwritten. The first write to such a block turns it into a written one,
+// a change of the file's block map, and the next sync then has to commit
+// the file system's journal as well as write the data: on ext4 that made
+// syncs of freshly written records take a third longer or more (210–340
+// µs against 165 µs at the median: a small program writing twelve
+// 1,208-byte records and syncing, 3,000 rounds). Blocks that already hold
+// zeros that reached the disk sync as plain data. So with FlushSync the
+// prefaulter keeps the blocks just ahead of the writer written with zeros
+// and synced, in the background, before records land on them: a few MiB,
+// the price being that those bytes are written twice. `karman bench
+// produce --flush sync` gained 10% with 16 producers and 35% with 4.
+
+// zeroChunk is how much zeroAhead writes per hold of the writer lock.
+const zeroChunk = 128 << 10
+
+var zeroBlock [zeroChunk]byte
+
+// lockForZeros takes the writer lock for zeroAhead, or reports false once
+// the log is closing: Close holds the lock while it waits for the
+// background goroutines, the prefaulter among them, so a plain Lock could
+// wait forever.
+func (l *Log) lockForZeros() bool {
+	for !l.wmu.TryLock() {
+		select {
+		case <-l.stop:
+			return false
+		case <-time.After(zeroRetry):
+		}
+	}
+	return true
+}
+
+// zeroRetry is how long lockForZeros waits before trying again.
+const zeroRetry = 20 * time.Microsecond
+
+// zeroAhead writes zeros from the writer's position (rounded up to a page)
+// to to, at most to the end of the active segment, and syncs them. It
+// never writes below the writer's position: each chunk is written under
+// the writer lock, after checking it. It returns false once it cannot
+// write (the log closed or failed, or a write failed), so that the caller
+// stops trying.
+func (l *Log) zeroAhead(to int64) bool {
+	var seg *segment
+	var from, done int64 // zeros written in seg: [from, done)
+	for {
+		if !l.lockForZeros() {
+			return false
+		}
+		if l.closed.Load() || l.failure() != nil || l.file == nil {
+			l.wmu.Unlock()
+			return false
+		}
+		if seg != nil && seg != l.active {
+			l.wmu.Unlock()
+			break // the writer moved to the next segment: sync what was written
+		}
+		seg = l.active
+		start := max(l.zeroed, seg.base+int64((l.pos+pageSize-1)&^(pageSize-1)))
+		stop := min(to, seg.base+l.segSize, start+zeroChunk)
+		if start >= stop {
+			l.wmu.Unlock()
+			break
+		}
+		_, err := l.file.WriteAt(zeroBlock[:stop-start], start-seg.base)
+		if err == nil {
+			l.zeroed = stop
+		}
+		l.wmu.Unlock()
+		if err != nil {
+			l.logger.Warn("commitlog: cannot write zeros ahead of the writer; syncs will be slower", "err", err)
+			return false
+		}
+		if done == from {
+			from = start
+		}
+		done = stop
+	}
+	if done == from || !seg.acquire() {
+		return true
+	}
+	defer seg.release()
+	a := int(from-seg.base) &^ (pageSize - 1)
+	if err := l.msync(seg.data[a:int(done-seg.base)]); err != nil {
+		l.logger.Warn("commitlog: cannot sync zeros ahead of the writer; syncs will be slower", "err", err)
+		return false
+	}
+	return true
 }
