@@ -312,6 +312,7 @@ func TestBadHeaders(t *testing.T) {
 		wire.GetProducerConnectionList, wire.GetConsumeStats, wire.GetTopicStatsInfo,
 		wire.GetEarliestMsgStoretime, wire.QueryTopicConsumeByWho, wire.QueryTopicsByConsumer,
 		wire.LitePullMessage, wire.CheckClientConfig, wire.GetTopicConfig, wire.GetSubscriptionGroupConfig,
+		wire.GetConsumerRunningInfo, wire.ConsumeMessageDirectly,
 	}
 	for _, code := range codes {
 		for _, ext := range []map[string]string{nil, {"topic": "", "queueId": "x", "consumerGroup": "", "offset": "1e9", "groupName": ""}} {

@@ -25,6 +25,9 @@ const (
 	DefaultMaxSuspend      = 20 * time.Second
 	DefaultBusyDispatchLag = 256 << 20
 	DefaultBusyCheck       = 100 * time.Millisecond
+	// DefaultClientCallTimeout is Java's timeout for requests passed on to
+	// a client.
+	DefaultClientCallTimeout = 10 * time.Second
 )
 
 // Protocol is the name this front-end gives the engine's client registry
@@ -70,6 +73,11 @@ type Options struct {
 	// BusyCheck is how often the dispatch lag is sampled. Default
 	// DefaultBusyCheck.
 	BusyCheck time.Duration
+	// ClientCallTimeout bounds how long the broker waits for a consumer's
+	// answer to a request it passes on for an administration tool
+	// (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY). Default
+	// DefaultClientCallTimeout (10 s, as Java).
+	ClientCallTimeout time.Duration
 	// Logger receives the broker's log records (never one per message).
 	// Default discards.
 	Logger *slog.Logger
@@ -93,6 +101,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.BusyCheck <= 0 {
 		o.BusyCheck = DefaultBusyCheck
+	}
+	if o.ClientCallTimeout <= 0 {
+		o.ClientCallTimeout = DefaultClientCallTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -187,6 +198,8 @@ func (b *Broker) Register(mux *server.Mux) {
 	mux.HandleFunc(wire.GetConsumeStats, server.KindDefault, b.getConsumeStats)
 	mux.HandleFunc(wire.GetTopicStatsInfo, server.KindDefault, b.getTopicStatsInfo)
 	mux.HandleFunc(wire.InvokeBrokerToResetOffset, server.KindDefault, b.invokeBrokerToResetOffset)
+	mux.HandleFunc(wire.GetConsumerRunningInfo, server.KindDefault, b.getConsumerRunningInfo)
+	mux.HandleFunc(wire.ConsumeMessageDirectly, server.KindDefault, b.consumeMessageDirectly)
 	mux.HandleFunc(wire.KarmanResendDeadLetter, server.KindDefault, b.resendDeadLetter)
 }
 

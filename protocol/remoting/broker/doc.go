@@ -32,6 +32,7 @@
 //	runtime_info.go         GET_BROKER_RUNTIME_INFO
 //	broker_config.go        GET_BROKER_CONFIG
 //	notify.go               NOTIFY_CONSUMER_IDS_CHANGED and RESET_CONSUMER_CLIENT_OFFSET to consumers
+//	consumer_relay.go       GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY, passed on to one consumer
 //
 // errors.go holds the one table that maps engine errors to response
 // codes; body.go the JSON bodies of the administration requests. Codes the

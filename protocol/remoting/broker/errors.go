@@ -41,6 +41,7 @@ var errorCodes = []struct {
 	{errSubscriptionOld, wire.SubscriptionNotLatest},
 	{errNoConsumers, wire.SystemError},
 	{errConsumerOffline, wire.ConsumerNotOnline},
+	{errClientOffline, wire.SystemError},
 	{errReservedTopic, wire.SystemError},
 	{errGroupDisabled, wire.NoPermission},
 
@@ -83,6 +84,7 @@ var (
 	errSubscriptionOld     = errors.New("broker: the subscription is not the latest")
 	errNoConsumers         = errors.New("broker: no consumer for this group")
 	errConsumerOffline     = errors.New("broker: consumer group not online")
+	errClientOffline       = errors.New("broker: client not online")
 	errProducerOffline     = errors.New("broker: producer group has no live producer")
 	errReservedTopic       = errors.New("broker: topic is reserved for the broker")
 	errGroupDisabled       = errors.New("broker: consumer group may not consume")

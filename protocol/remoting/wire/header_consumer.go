@@ -127,6 +127,39 @@ func (h *GetConsumerRunningInfoRequestHeader) EncodeFields(ext map[string]string
 	putBool(ext, "jstackEnable", h.JstackEnable)
 }
 
+// ConsumeMessageDirectlyRequestHeader is the header of
+// CONSUME_MESSAGE_DIRECTLY (309), which an administration tool sends to a
+// broker and the broker passes on to the consumer with the stored message
+// as its body. Required: consumerGroup, clientId, msgId (an offset
+// message id).
+type ConsumeMessageDirectlyRequestHeader struct {
+	ConsumerGroup string // consumerGroup
+	ClientID      string // clientId
+	MsgID         string // msgId
+	BrokerName    string // brokerName, optional; the broker sets its own
+	Topic         string // topic, optional
+}
+
+// DecodeFields implements Header.
+func (h *ConsumeMessageDirectlyRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("ConsumeMessageDirectlyRequestHeader", ext)
+	h.ConsumerGroup = r.nonEmpty("consumerGroup")
+	h.ClientID = r.nonEmpty("clientId")
+	h.MsgID = r.nonEmpty("msgId")
+	h.BrokerName = r.str(false, "brokerName")
+	h.Topic = r.str(false, "topic")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *ConsumeMessageDirectlyRequestHeader) EncodeFields(ext map[string]string) {
+	ext["consumerGroup"] = h.ConsumerGroup
+	ext["clientId"] = h.ClientID
+	ext["msgId"] = h.MsgID
+	putOpt(ext, "brokerName", h.BrokerName)
+	putOpt(ext, "topic", h.Topic)
+}
+
 // ResetOffsetRequestHeader is the header of RESET_CONSUMER_CLIENT_OFFSET
 // (220, server to client) and INVOKE_BROKER_TO_RESET_OFFSET (222, admin to
 // broker). Required: topic, group, timestamp.
