@@ -22,6 +22,8 @@
 //	group describe      201, 203 GET_CONSUMER_CONNECTION_LIST (falling back to 38
 //	                    GET_CONSUMER_LIST_BY_GROUP), 208 GET_CONSUME_STATS (falling back to
 //	                    14 QUERY_CONSUMER_OFFSET + 30 GET_MAX_OFFSET per queue)
+//	group status        203 per master, then 307 GET_CONSUMER_RUNNING_INFO for each online
+//	                    consumer, on a broker it is connected to (the broker asks the consumer)
 //	group delete        207 DELETE_SUBSCRIPTIONGROUP per master
 //	offset reset        222 INVOKE_BROKER_TO_RESET_OFFSET per broker of the topic (falling
 //	                    back, when the broker does not support it or no consumer is online,

@@ -22,6 +22,9 @@ var (
 	ErrGroupNotFound = errors.New("admin: consumer group not found")
 	// ErrGroupExists: group create found the group on a broker.
 	ErrGroupExists = errors.New("admin: consumer group already exists")
+	// ErrConsumerOffline: no consumer of the group (or not the one asked
+	// for) is connected to any broker.
+	ErrConsumerOffline = errors.New("admin: consumer not online")
 	// ErrMessageNotFound: no broker has the message.
 	ErrMessageNotFound = errors.New("admin: message not found")
 	// ErrNoBroker: the name servers list no broker master (in the cluster

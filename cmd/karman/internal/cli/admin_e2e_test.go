@@ -199,6 +199,20 @@ func TestAdminEndToEnd(t *testing.T) {
 		t.Errorf("group describe billing: lag in plain %d, total %d, queues %+v", lag, gd.TotalLag, gd.Queues)
 	}
 
+	// group status: this test's connection does not answer
+	// GET_CONSUMER_RUNNING_INFO, so the member is listed with the error.
+	// (The compatibility tests ask a real Go consumer.)
+	if out, _, err := runAdmin(t, "--namesrv", ns, "group", "status", "billing"); err != nil ||
+		!strings.Contains(out, "127.0.0.1@admin-test") || !strings.Contains(out, "error:") {
+		t.Errorf("group status billing: %v\n%s", err, out)
+	}
+	if err := adminFails(t, ns, "group", "status", "nobody"); !strings.Contains(err, "no consumer of group nobody is online") {
+		t.Errorf("group status of a group without consumers: %v", err)
+	}
+	if err := adminFails(t, ns, "group", "status", "billing", "--client", "1.2.3.4@x"); !strings.Contains(err, "consumer 1.2.3.4@x of group billing is not online") {
+		t.Errorf("group status of an unknown client: %v", err)
+	}
+
 	// offset reset: to now (nothing left to consume), then back to before the sends.
 	reset := adminJSON[admin.OffsetReset](t, ns, "offset", "reset", "billing", "plain", "--to-time", "now")
 	if len(reset.Offsets) != 3 || sumOffsets(reset) != 3 {

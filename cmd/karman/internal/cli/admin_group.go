@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/admin"
 	"github.com/spf13/cobra"
@@ -12,7 +13,7 @@ import (
 func newAdminGroupCmd(f *adminFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "group",
-		Short: "Create, list, describe, update and delete consumer groups",
+		Short: "Create, list, describe, update and delete consumer groups; ask their consumers how they are doing",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -20,6 +21,7 @@ func newAdminGroupCmd(f *adminFlags) *cobra.Command {
 		newGroupCreateCmd(f),
 		newGroupListCmd(f),
 		newGroupDescribeCmd(f),
+		newGroupStatusCmd(f),
 		newGroupUpdateCmd(f),
 		newGroupDeleteCmd(f),
 	)
@@ -227,6 +229,83 @@ func writeGroupDescription(w io.Writer, d *admin.GroupDescription) {
 	row(w, "TOPIC", "BROKER", "QUEUE", "BROKER OFFSET", "CONSUMER OFFSET", "LAG", "LAST CONSUMED")
 	for _, q := range d.Queues {
 		row(w, q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Lag, formatMillis(q.LastTimestamp))
+	}
+}
+
+func newGroupStatusCmd(f *adminFlags) *cobra.Command {
+	var client string
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Ask a consumer group's online consumers for their own account of their queues",
+		Long: `Ask every online consumer of a group (or the one --client names) how it
+is doing, through a broker it is connected to (GET_CONSUMER_RUNNING_INFO,
+which the broker passes on to the consumer): its settings, its
+subscriptions, for every queue assigned to it the offset it will commit
+next, the messages it has pulled and not yet consumed, its lock and when
+it last pulled and consumed, and its recent rates per topic. A consumer
+that does not answer is listed with the error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				return c.GroupStatus(cmd.Context(), args[0], client)
+			}, func(w io.Writer, v any) { writeGroupStatus(w, v.([]admin.ConsumerStatus)) })
+		},
+	}
+	cmd.Flags().StringVar(&client, "client", "", "ask only this consumer (its client id, as group describe lists it)")
+	return cmd
+}
+
+// statusProperties are the client properties group status shows, in order.
+var statusProperties = []struct{ key, label string }{
+	{"PROP_CLIENT_VERSION", "version:"},
+	{"PROP_CONSUME_TYPE", "consume type:"},
+	{"PROP_CONSUMEORDERLY", "orderly:"},
+	{"PROP_THREADPOOL_CORE_SIZE", "threads:"},
+	{"PROP_CONSUMER_START_TIMESTAMP", "started:"},
+}
+
+func writeGroupStatus(w io.Writer, list []admin.ConsumerStatus) {
+	for i, s := range list {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		row(w, "consumer:", s.ClientID)
+		row(w, "asked by:", s.Broker)
+		if s.Error != "" {
+			row(w, "error:", s.Error)
+			continue
+		}
+		for _, p := range statusProperties {
+			if v, ok := s.Properties[p.key]; ok {
+				if p.key == "PROP_CONSUMER_START_TIMESTAMP" {
+					if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+						v = formatMillis(ms)
+					}
+				}
+				row(w, p.label, v)
+			}
+		}
+		if len(s.Subscriptions) > 0 {
+			fmt.Fprintln(w)
+			row(w, "TOPIC", "TYPE", "EXPRESSION")
+			for _, sub := range s.Subscriptions {
+				row(w, sub.Topic, orDash(sub.ExpressionType), orDash(sub.Expression))
+			}
+		}
+		fmt.Fprintln(w)
+		row(w, "TOPIC", "BROKER", "QUEUE", "COMMIT OFFSET", "CACHED", "CACHED MIB", "LOCKED", "LAST PULL", "LAST CONSUME")
+		for _, q := range s.Queues {
+			row(w, q.Topic, q.BrokerName, q.QueueID, q.CommitOffset, q.CachedMsgCount, q.CachedMsgSizeInMiB, q.Locked,
+				formatMillis(q.LastPullTimestamp), formatMillis(q.LastConsumeTimestamp))
+		}
+		if len(s.Rates) > 0 {
+			fmt.Fprintln(w)
+			row(w, "TOPIC", "PULL/S", "PULL RT MS", "CONSUMED/S", "FAILED/S", "CONSUME RT MS", "FAILED (1H)")
+			for _, r := range s.Rates {
+				row(w, r.Topic, fmt.Sprintf("%.1f", r.PullTPS), fmt.Sprintf("%.1f", r.PullRT), fmt.Sprintf("%.1f", r.ConsumeOKTPS),
+					fmt.Sprintf("%.1f", r.ConsumeFailedTPS), fmt.Sprintf("%.1f", r.ConsumeRT), r.ConsumeFailedMsgs)
+			}
+		}
 	}
 }
 
