@@ -218,17 +218,24 @@ func writeGroupDescription(w io.Writer, d *admin.GroupDescription) {
 			row(w, m.ClientID, orDash(m.ClientAddr), orDash(m.Language), m.Version, joinOrDash(m.Brokers))
 		}
 	}
-	if len(d.Subscriptions) > 0 {
-		fmt.Fprintln(w)
-		row(w, "TOPIC", "TYPE", "EXPRESSION")
-		for _, s := range d.Subscriptions {
-			row(w, s.Topic, orDash(s.ExpressionType), orDash(s.Expression))
-		}
-	}
+	writeSubscriptions(w, d.Subscriptions)
 	fmt.Fprintln(w)
 	row(w, "TOPIC", "BROKER", "QUEUE", "BROKER OFFSET", "CONSUMER OFFSET", "LAG", "LAST CONSUMED")
 	for _, q := range d.Queues {
 		row(w, q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Lag, formatMillis(q.LastTimestamp))
+	}
+}
+
+// writeSubscriptions writes a table of subscriptions, after a blank line,
+// when there are any.
+func writeSubscriptions(w io.Writer, subs []admin.Subscription) {
+	if len(subs) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	row(w, "TOPIC", "TYPE", "EXPRESSION")
+	for _, s := range subs {
+		row(w, s.Topic, orDash(s.ExpressionType), orDash(s.Expression))
 	}
 }
 
@@ -285,13 +292,7 @@ func writeGroupStatus(w io.Writer, list []admin.ConsumerStatus) {
 				row(w, p.label, v)
 			}
 		}
-		if len(s.Subscriptions) > 0 {
-			fmt.Fprintln(w)
-			row(w, "TOPIC", "TYPE", "EXPRESSION")
-			for _, sub := range s.Subscriptions {
-				row(w, sub.Topic, orDash(sub.ExpressionType), orDash(sub.Expression))
-			}
-		}
+		writeSubscriptions(w, s.Subscriptions)
 		fmt.Fprintln(w)
 		row(w, "TOPIC", "BROKER", "QUEUE", "COMMIT OFFSET", "CACHED", "CACHED MIB", "LOCKED", "LAST PULL", "LAST CONSUME")
 		for _, q := range s.Queues {
