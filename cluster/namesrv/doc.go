@@ -30,6 +30,11 @@
 // group's queue data goes with it, and a topic left without queue data is
 // forgotten.
 //
+// [Table.WipeWritePerm] takes the write permission of a group away in
+// every topic, and from its later registrations, until
+// [Table.AddWritePerm] gives it back or the group is gone: producers
+// stop sending to it while its consumers drain it.
+//
 // [Table.Route] answers the question every client asks: for a topic, the
 // queue data per broker group and the addresses of those groups, both
 // sorted by broker name so that equal tables give equal routes (the Go

@@ -163,6 +163,7 @@ type Table struct {
 	brokers  map[string]*BrokerData          // broker name → group
 	clusters map[string]map[string]struct{}  // cluster → broker names
 	live     map[addrKey]*liveInfo
+	noWrite  map[string]struct{} // broker names whose write permission was wiped
 }
 
 // New returns an empty Table.
@@ -179,6 +180,7 @@ func New(opts Options) *Table {
 		brokers:  map[string]*BrokerData{},
 		clusters: map[string]map[string]struct{}{},
 		live:     map[addrKey]*liveInfo{},
+		noWrite:  map[string]struct{}{},
 	}
 }
 
@@ -309,9 +311,10 @@ func (t *Table) applyTopics(r BrokerRegistration, readOnly bool) {
 			}
 		}
 	}
+	_, wiped := t.noWrite[r.BrokerName]
 	for _, tc := range r.Topics {
 		perm := tc.Perm
-		if readOnly {
+		if readOnly || wiped {
 			perm &^= PermWrite
 		}
 		queues := t.topics[tc.Name]
@@ -380,6 +383,7 @@ func (t *Table) unregister(cluster, brokerName, addr string) bool {
 		return removed
 	}
 	delete(t.brokers, brokerName)
+	delete(t.noWrite, brokerName) // a group that registers again writes again, as in Java
 	if names := t.clusters[group.Cluster]; names != nil {
 		delete(names, brokerName)
 		if len(names) == 0 {
@@ -393,6 +397,45 @@ func (t *Table) unregister(cluster, brokerName, addr string) bool {
 		}
 	}
 	return true
+}
+
+// WipeWritePerm takes the write permission of broker group brokerName
+// away in every topic it serves, and keeps it away from the group's later
+// registrations, so that producers stop sending to it while consumers
+// drain it (before maintenance). It lasts until AddWritePerm, or until the
+// group's last member is gone. It returns the number of topics changed.
+func (t *Table) WipeWritePerm(brokerName string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.brokers[brokerName]; ok {
+		t.noWrite[brokerName] = struct{}{}
+	}
+	return t.setPerm(brokerName, func(p int32) int32 { return p &^ PermWrite })
+}
+
+// AddWritePerm undoes WipeWritePerm: every topic of broker group
+// brokerName becomes readable and writable again (as in Java, whatever
+// its permission was), and later registrations keep their own. It returns
+// the number of topics changed.
+func (t *Table) AddWritePerm(brokerName string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.noWrite, brokerName)
+	return t.setPerm(brokerName, func(int32) int32 { return PermRead | PermWrite })
+}
+
+// setPerm replaces the permission of every topic of brokerName with
+// f(permission) and returns how many topics it found. Called with mu held.
+func (t *Table) setPerm(brokerName string, f func(int32) int32) int {
+	n := 0
+	for _, queues := range t.topics {
+		if q, ok := queues[brokerName]; ok {
+			q.Perm = f(q.Perm)
+			queues[brokerName] = q
+			n++
+		}
+	}
+	return n
 }
 
 // Expire drops every member whose last registration is older than its

@@ -411,3 +411,69 @@ func TestKV(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// perms returns the permission of each broker in topic's route.
+func perms(t *testing.T, tb *Table, topic string) map[string]int32 {
+	t.Helper()
+	r, ok := tb.Route(topic)
+	if !ok {
+		t.Fatalf("no route for %s", topic)
+	}
+	out := map[string]int32{}
+	for _, q := range r.Queues {
+		out[q.BrokerName] = q.Perm
+	}
+	return out
+}
+
+// WipeWritePerm makes a group read-only in every topic, also through its
+// later registrations, until AddWritePerm or until the group is gone.
+func TestWritePerm(t *testing.T) {
+	tb, _ := newTable()
+	a := reg("c", "broker-a", 0, "10.0.0.1:10911", topic("T1", 4), topic("T2", 4))
+	b := reg("c", "broker-b", 0, "10.0.0.2:10911", topic("T1", 4))
+	for _, r := range []BrokerRegistration{a, b} {
+		if _, err := tb.Register(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := tb.WipeWritePerm("broker-a"); n != 2 {
+		t.Fatalf("wiped %d topics, want 2", n)
+	}
+	want := map[string]int32{"broker-a": PermRead, "broker-b": rw}
+	if got := perms(t, tb, "T1"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("T1 after the wipe: %v, want %v", got, want)
+	}
+	if _, err := tb.Register(a); err != nil {
+		t.Fatal(err)
+	}
+	if got := perms(t, tb, "T2"); got["broker-a"] != PermRead {
+		t.Fatalf("T2 after broker-a registered again: %v, want it still read-only", got)
+	}
+
+	if n := tb.AddWritePerm("broker-a"); n != 2 {
+		t.Fatalf("added write to %d topics, want 2", n)
+	}
+	if got := perms(t, tb, "T2"); got["broker-a"] != rw {
+		t.Fatalf("T2 after AddWritePerm: %v", got)
+	}
+	if _, err := tb.Register(a); err != nil {
+		t.Fatal(err)
+	}
+	if got := perms(t, tb, "T1"); !reflect.DeepEqual(got, map[string]int32{"broker-a": rw, "broker-b": rw}) {
+		t.Fatalf("T1 after broker-a registered again: %v", got)
+	}
+
+	// A group that goes and comes back writes again, as in Java.
+	tb.WipeWritePerm("broker-a")
+	tb.Unregister("c", "broker-a", "10.0.0.1:10911", 0)
+	if _, err := tb.Register(a); err != nil {
+		t.Fatal(err)
+	}
+	if got := perms(t, tb, "T1"); got["broker-a"] != rw {
+		t.Fatalf("T1 after broker-a came back: %v", got)
+	}
+	if n := tb.WipeWritePerm("broker-x"); n != 0 {
+		t.Fatalf("wiped %d topics of an unknown broker", n)
+	}
+}

@@ -213,3 +213,25 @@ var (
 	_ Routes   = (*memRoutes)(nil)
 	_ KVConfig = (*memKV)(nil)
 )
+
+func (m *memRoutes) WipeWritePerm(brokerName string) int {
+	return m.setPerm(brokerName, func(p int32) int32 { return p &^ 2 })
+}
+
+func (m *memRoutes) AddWritePerm(brokerName string) int {
+	return m.setPerm(brokerName, func(int32) int32 { return 6 })
+}
+
+func (m *memRoutes) setPerm(brokerName string, f func(int32) int32) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, ts := range m.topics {
+		if t, ok := ts[brokerName]; ok {
+			t.Perm = f(t.Perm)
+			ts[brokerName] = t
+			n++
+		}
+	}
+	return n
+}

@@ -68,6 +68,11 @@ type Routes interface {
 	// DeleteTopic forgets topic: everywhere when cluster is empty, else
 	// only its queues on the brokers of cluster.
 	DeleteTopic(topic, cluster string) bool
+	// WipeWritePerm takes the write permission of broker group
+	// brokerName away in every topic, and AddWritePerm gives it back;
+	// both return the number of topics changed.
+	WipeWritePerm(brokerName string) int
+	AddWritePerm(brokerName string) int
 }
 
 // KVConfig is the name server's configuration store. Every method must be
@@ -134,6 +139,8 @@ func (p *Processor) Mount(mux *server.Mux) {
 		wire.DeleteKVConfig:                p.deleteKV,
 		wire.GetKVListByNamespace:          p.getKVList,
 		wire.GetSystemTopicListFromNS:      p.getSystemTopicList,
+		wire.WipeWritePermOfBroker:         p.wipeWritePerm,
+		wire.AddWritePermOfBroker:          p.addWritePerm,
 	} {
 		mux.HandleFunc(code, server.KindNamesrv, h)
 	}

@@ -195,6 +195,30 @@ func TestProcessor(t *testing.T) {
 				{name: "system topics", code: wire.Success,
 					req:  fixed(request(wire.GetSystemTopicListFromNS, nil, nil)),
 					body: `{"topicList":["DefaultCluster","broker-a","broker-b"],"brokerAddr":"127.0.0.1:10911"}`},
+				{name: "wipe broker-b's write permission", code: wire.Success,
+					req: fixed(request(wire.WipeWritePermOfBroker, &wire.BrokerNameRequestHeader{BrokerName: "broker-b"}, nil)),
+					check: func(t *testing.T, resp *wire.Command) {
+						var h wire.WipeWritePermResponseHeader
+						if err := resp.DecodeHeader(&h); err != nil || h.WipeTopicCount != 1 {
+							t.Errorf("wipe answer: %+v %v", h, err)
+						}
+					}},
+				{name: "route after the wipe", code: wire.Success,
+					req: fixed(request(wire.GetRouteInfoByTopic, &wire.GetRouteInfoRequestHeader{Topic: "TopicA"}, nil)),
+					check: func(t *testing.T, resp *wire.Command) {
+						rd, err := wire.DecodeTopicRouteData(resp.Body)
+						if err != nil || len(rd.QueueDatas) != 2 || rd.QueueDatas[0].Perm != 6 || rd.QueueDatas[1].Perm != 4 {
+							t.Errorf("route %+v %v, want broker-b read-only", rd, err)
+						}
+					}},
+				{name: "add broker-b's write permission", code: wire.Success,
+					req: fixed(request(wire.AddWritePermOfBroker, &wire.BrokerNameRequestHeader{BrokerName: "broker-b"}, nil)),
+					check: func(t *testing.T, resp *wire.Command) {
+						var h wire.AddWritePermResponseHeader
+						if err := resp.DecodeHeader(&h); err != nil || h.AddTopicCount != 1 {
+							t.Errorf("add answer: %+v %v", h, err)
+						}
+					}},
 				{name: "delete topic in namesrv", code: wire.Success,
 					req: fixed(request(wire.DeleteTopicInNamesrv, &wire.DeleteTopicRequestHeader{Topic: "TopicB"}, nil))},
 				{name: "delete unknown topic", code: wire.Success,
@@ -309,6 +333,8 @@ func TestBadRequests(t *testing.T) {
 			req: fixed(&wire.Command{Code: int32(wire.UnregisterBroker), ExtFields: map[string]string{"brokerName": "b", "clusterName": "c", "brokerId": "0"}})},
 		{name: "delete topic without topic", req: fixed(request(wire.DeleteTopicInNamesrv, nil, nil)), code: wire.InvalidParameter, remark: "topic"},
 		{name: "topics by cluster without cluster", req: fixed(request(wire.GetTopicsByCluster, nil, nil)), code: wire.InvalidParameter, remark: "cluster"},
+		{name: "wipe without brokerName", req: fixed(request(wire.WipeWritePermOfBroker, nil, nil)), code: wire.InvalidParameter, remark: "brokerName"},
+		{name: "add without brokerName", req: fixed(request(wire.AddWritePermOfBroker, nil, nil)), code: wire.InvalidParameter, remark: "brokerName"},
 		{name: "put kv without key", code: wire.InvalidParameter, remark: "key",
 			req: fixed(&wire.Command{Code: int32(wire.PutKVConfig), ExtFields: map[string]string{"namespace": "ns", "value": "v"}})},
 		{name: "put kv without value", code: wire.InvalidParameter, remark: "value",

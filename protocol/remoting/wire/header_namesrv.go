@@ -139,3 +139,59 @@ func (h *UnregisterBrokerRequestHeader) EncodeFields(ext map[string]string) {
 	ext["clusterName"] = h.ClusterName
 	putI64(ext, "brokerId", h.BrokerID)
 }
+
+// BrokerNameRequestHeader is the header of the name-server requests that
+// name one broker group: WIPE_WRITE_PERM_OF_BROKER (205) and
+// ADD_WRITE_PERM_OF_BROKER (327). Required: brokerName.
+type BrokerNameRequestHeader struct {
+	BrokerName string // brokerName
+}
+
+// DecodeFields implements Header.
+func (h *BrokerNameRequestHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("BrokerNameRequestHeader", ext)
+	h.BrokerName = r.nonEmpty("brokerName")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *BrokerNameRequestHeader) EncodeFields(ext map[string]string) {
+	ext["brokerName"] = h.BrokerName
+}
+
+// WipeWritePermResponseHeader is the response header of
+// WIPE_WRITE_PERM_OF_BROKER: how many topics lost their write permission.
+type WipeWritePermResponseHeader struct {
+	WipeTopicCount int32 // wipeTopicCount
+}
+
+// DecodeFields implements Header.
+func (h *WipeWritePermResponseHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("WipeWritePermResponseHeader", ext)
+	h.WipeTopicCount = r.i32(true, 0, "wipeTopicCount")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *WipeWritePermResponseHeader) EncodeFields(ext map[string]string) {
+	putI32(ext, "wipeTopicCount", h.WipeTopicCount)
+}
+
+// AddWritePermResponseHeader is the response header of
+// ADD_WRITE_PERM_OF_BROKER: how many topics got their write permission
+// back.
+type AddWritePermResponseHeader struct {
+	AddTopicCount int32 // addTopicCount
+}
+
+// DecodeFields implements Header.
+func (h *AddWritePermResponseHeader) DecodeFields(ext map[string]string) error {
+	r := newFieldReader("AddWritePermResponseHeader", ext)
+	h.AddTopicCount = r.i32(true, 0, "addTopicCount")
+	return r.err
+}
+
+// EncodeFields implements Header.
+func (h *AddWritePermResponseHeader) EncodeFields(ext map[string]string) {
+	putI32(ext, "addTopicCount", h.AddTopicCount)
+}

@@ -11,7 +11,8 @@
 //
 // # Requests
 //
-//	cluster list        106 GET_BROKER_CLUSTER_INFO (name server)
+//	cluster list        106 GET_BROKER_CLUSTER_INFO (name server), 28 GET_BROKER_RUNTIME_INFO per broker
+//	cluster wipe-write  205 WIPE_WRITE_PERM_OF_BROKER per name server (add-write: 327 ADD_WRITE_PERM_OF_BROKER)
 //	topic create/update 17 UPDATE_AND_CREATE_TOPIC on every master (+ 105 to wait for the route)
 //	topic list          206 GET_ALL_TOPIC_LIST_FROM_NAMESERVER, 21 GET_ALL_TOPIC_CONFIG per master
 //	topic describe      105, 21, then 202 GET_TOPIC_STATS_INFO per broker

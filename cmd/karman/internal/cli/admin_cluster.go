@@ -12,7 +12,7 @@ import (
 func newAdminClusterCmd(f *adminFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Show the clusters and brokers the name server knows",
+		Short: "Show the clusters and brokers the name server knows; drain a broker of producers",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -41,7 +41,42 @@ the disk holding its commit log is. A broker that does not answer shows
 			}, writeBrokerList)
 		},
 	})
+	cmd.AddCommand(newWritePermCmd(f, false), newWritePermCmd(f, true))
 	return cmd
+}
+
+// newWritePermCmd is "cluster wipe-write" (writable false) or "cluster
+// add-write".
+func newWritePermCmd(f *adminFlags, writable bool) *cobra.Command {
+	use, short, long := "wipe-write BROKER", "Stop producers from sending to a broker, which consumers go on reading",
+		`Take the write permission of a broker group away in every topic it
+serves, on every name server (WIPE_WRITE_PERM_OF_BROKER). Producers stop
+sending to it once they refresh their routes (within 30 s) while
+consumers go on reading it: the way to drain a broker before
+maintenance. It lasts until "cluster add-write", or until the broker
+goes away and registers again.`
+	if writable {
+		use, short, long = "add-write BROKER", "Let producers send to a broker again",
+			`Give a broker group its write permission back in every topic, on every
+name server (ADD_WRITE_PERM_OF_BROKER), after "cluster wipe-write".`
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				return c.SetBrokerWritable(cmd.Context(), args[0], writable)
+			}, func(w io.Writer, v any) {
+				ch := v.(*admin.WritePermChange)
+				row(w, "NAME SERVER", "TOPICS CHANGED")
+				for _, ns := range ch.NameServers {
+					row(w, ns.Addr, ns.Topics)
+				}
+			})
+		},
+	}
 }
 
 // brokerList is the JSON document of cluster list.

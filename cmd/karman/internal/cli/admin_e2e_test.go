@@ -68,6 +68,28 @@ func TestAdminEndToEnd(t *testing.T) {
 		t.Errorf("cluster list status = %+v, want the broker's version, disk use and boot time", st)
 	}
 
+	// cluster wipe-write and add-write: the route of orders loses and
+	// regains its write permission on this broker.
+	adminJSON[admin.TopicChange](t, ns, "topic", "create", "drained", "--queues", "1")
+	wiped := adminJSON[admin.WritePermChange](t, ns, "cluster", "wipe-write", brokerName)
+	if wiped.Writable || len(wiped.NameServers) != 1 || wiped.NameServers[0].Topics == 0 {
+		t.Errorf("cluster wipe-write = %+v", wiped)
+	}
+	if d := adminJSON[admin.TopicDescription](t, ns, "topic", "describe", "drained"); len(d.Brokers) != 1 || d.Brokers[0].Perm != "r" {
+		t.Errorf("drained after wipe-write: brokers %+v, want read-only", d.Brokers)
+	}
+	added := adminJSON[admin.WritePermChange](t, ns, "cluster", "add-write", brokerName)
+	if !added.Writable || len(added.NameServers) != 1 || added.NameServers[0].Topics != wiped.NameServers[0].Topics {
+		t.Errorf("cluster add-write = %+v after wipe-write %+v", added, wiped)
+	}
+	if d := adminJSON[admin.TopicDescription](t, ns, "topic", "describe", "drained"); len(d.Brokers) != 1 || d.Brokers[0].Perm != "rw" {
+		t.Errorf("drained after add-write: brokers %+v, want read and write", d.Brokers)
+	}
+	if err := adminFails(t, ns, "cluster", "wipe-write", "nobody"); !strings.Contains(err, "no name server knows broker nobody") {
+		t.Errorf("wipe-write of an unknown broker: %v", err)
+	}
+	adminJSON[admin.TopicDeletion](t, ns, "topic", "delete", "drained")
+
 	// topic create, list, update, describe
 	created := adminJSON[admin.TopicChange](t, ns, "topic", "create", "orders", "--queues", "4", "--type", "fifo")
 	if created.Topic != "orders" || !created.Routed || len(created.Brokers) != 1 {

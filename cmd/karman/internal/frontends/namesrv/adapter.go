@@ -105,3 +105,7 @@ func (r routes) DeleteTopic(topic, cluster string) bool {
 
 // The KV store needs no adapter.
 var _ remoting.KVConfig = (*routetable.KV)(nil)
+
+func (r routes) WipeWritePerm(brokerName string) int { return r.t.WipeWritePerm(brokerName) }
+
+func (r routes) AddWritePerm(brokerName string) int { return r.t.AddWritePerm(brokerName) }
