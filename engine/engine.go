@@ -70,6 +70,9 @@ type Engine struct {
 
 	corrupt atomic.Int64 // records skipped because they failed their checksum
 
+	// queueMinRead, when set (by tests), is called while queueMin reads a
+	// queue's bounds, between its two reads.
+	queueMinRead func()
 	// popWaiting, when set (by tests), is called each time a pop found
 	// nothing and starts to wait.
 	popWaiting func()

@@ -623,3 +623,40 @@ func TestTrimIdlePops(t *testing.T) {
 		t.Fatalf("pop after the trim: %v, %v", bodies(t, got), err)
 	}
 }
+
+// A message the dispatcher indexes while the queue's first offset is
+// being worked out is not taken for deleted: the first offset stays 0,
+// and a new group pops the message. (Reading the queue's end after its
+// index once made a new group's pop state, and the queue's minimum
+// offset, start past the queue's first message.)
+func TestQueueMinRacesDispatch(t *testing.T) {
+	e := openTest(t, t.TempDir(), &Options{AutoCreateGroups: true})
+	if err := e.CreateTopic(meta.Topic{Name: "Race", ReadQueues: 1, WriteQueues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.readQueue("Race", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.queueMinRead = func() {
+		e.queueMinRead = nil
+		if _, err := e.Send(context.Background(), newMsg("Race", "first")); err != nil {
+			t.Error(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.WaitDispatched(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	if min, err := e.queueMin(q); err != nil || min != 0 {
+		t.Fatalf("queueMin = %d, %v; want 0", min, err)
+	}
+	if min, err := e.MinOffset("Race", 0); err != nil || min != 0 {
+		t.Fatalf("MinOffset = %d, %v; want 0", min, err)
+	}
+	got, err := e.Pop(context.Background(), PopOptions{Group: "new", Topic: "Race", Max: 8})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("a new group popped %d messages (%v), want the first", len(got), err)
+	}
+}

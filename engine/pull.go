@@ -250,13 +250,20 @@ func (e *Engine) queueMin(q *queueState) (int64, error) {
 	if q.minGen.Load() == logMin {
 		return q.min.Load(), nil
 	}
+	// The queue's end is read before its index: the entries below it were
+	// indexed before it moved, so an index without entries means they were
+	// deleted. Read after, it could take an entry the dispatcher indexed
+	// in between for deleted, and a new consumer would start past it.
+	qEnd := q.end.Load()
+	if e.queueMinRead != nil {
+		e.queueMinRead()
+	}
 	first, end, err := e.queues.Bounds(q.topic, q.id)
 	if err != nil {
 		return 0, err
 	}
 	if end == 0 {
-		end = q.end.Load()
-		first = end
+		first, end = qEnd, qEnd
 	}
 	// Entries are in commit-log order: binary search for the first whose
 	// record is still retained.
