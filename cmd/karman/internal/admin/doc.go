@@ -32,6 +32,8 @@
 //	message get         33 VIEW_MESSAGE_BY_ID for offset message ids, else 12 QUERY_MESSAGE
 //	                    with _UNIQUE_KEY_QUERY=true
 //	message query       12 QUERY_MESSAGE per broker of the topic
+//	message consume     as message get, then 309 CONSUME_MESSAGE_DIRECTLY on the message's
+//	                    broker (the broker hands the message to the consumer)
 //	dlq list            105 for %DLQ%<group>, then per queue 29 SEARCH_OFFSET_BY_TIMESTAMP,
 //	                    30 GET_MAX_OFFSET and 11 PULL_MESSAGE as TOOLS_CONSUMER (nothing committed)
 //	dlq resend          30000 KARMAN_RESEND_DEAD_LETTER (see wire.ResendDeadLetterRequestHeader),

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,11 +16,11 @@ import (
 func newAdminMessageCmd(f *adminFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "message",
-		Short: "Look messages up by id or key",
+		Short: "Look messages up by id or key; have a consumer consume one now",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newMessageGetCmd(f), newMessageQueryCmd(f))
+	cmd.AddCommand(newMessageGetCmd(f), newMessageQueryCmd(f), newMessageConsumeCmd(f))
 	return cmd
 }
 
@@ -44,6 +45,44 @@ which needs --topic. A body that is not UTF-8 is shown in base64.`,
 		},
 	}
 	cmd.Flags().StringVar(&topic, "topic", "", "the message's topic (needed for client message ids)")
+	return cmd
+}
+
+func newMessageConsumeCmd(f *adminFlags) *cobra.Command {
+	var topic, group, client string
+	cmd := &cobra.Command{
+		Use:   "consume ID --group GROUP",
+		Short: "Hand one message to a consumer of a group now, and show how its listener took it",
+		Long: `Hand one stored message to an online consumer of a group, out of turn
+(CONSUME_MESSAGE_DIRECTLY, which the message's broker passes on to the
+consumer), and show how the consumer's listener took it: CR_SUCCESS,
+CR_LATER, CR_THROW_EXCEPTION, ... The group's offsets do not change.
+
+ID is found as "message get" finds it (--topic for client message ids).
+The consumer is --client, or the first of the group's consumers
+connected to the message's broker.`,
+		Example: `  karman admin message consume C0A800050E2A18B4AAC27C6F38E40001 --topic orders --group billing`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if group == "" {
+				return errors.New("--group is required: the consumer group whose consumer takes the message")
+			}
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				return c.ConsumeDirectly(cmd.Context(), args[0], topic, group, client)
+			}, func(w io.Writer, v any) {
+				d := v.(*admin.DirectConsumption)
+				row(w, "consumer:", d.ClientID+" ("+d.Group+", via "+d.Broker+")")
+				row(w, "result:", d.Result)
+				row(w, "took:", fmt.Sprintf("%d ms", d.SpentMillis))
+				if d.Remark != "" {
+					row(w, "remark:", d.Remark)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&topic, "topic", "", "the message's topic (needed for client message ids)")
+	cmd.Flags().StringVar(&group, "group", "", "the consumer group (required)")
+	cmd.Flags().StringVar(&client, "client", "", "the consumer's client id (default: the first of the group's consumers)")
 	return cmd
 }
 

@@ -3,7 +3,6 @@
 package compat
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -19,8 +18,8 @@ import (
 // RocketMQ's tools on to a Go push consumer. "karman admin group status"
 // shows the consumer's own account (GET_CONSUMER_RUNNING_INFO): its
 // subscription and the queues assigned to it, with the offsets it will
-// commit. CONSUME_MESSAGE_DIRECTLY makes its listener consume a stored
-// message once more, and the answer says it did.
+// commit. "karman admin message consume" (CONSUME_MESSAGE_DIRECTLY) makes
+// its listener consume a stored message once more, and says it succeeded.
 func TestConsumerStatusAndDirectConsume(t *testing.T) {
 	t.Parallel()
 	k := startKarman(t)
@@ -70,22 +69,17 @@ func TestConsumerStatusAndDirectConsume(t *testing.T) {
 		t.Errorf("subscriptions %+v, want %s *", s.Subscriptions, topic)
 	}
 
-	// Consume the last message once more, directly.
-	resp := k.invoke(wire.ConsumeMessageDirectly, &wire.ConsumeMessageDirectlyRequestHeader{ConsumerGroup: group, ClientID: s.ClientID, MsgID: last.OffsetMsgID, Topic: topic}, nil)
-	if resp.ResponseCode() != wire.Success {
-		t.Fatalf("CONSUME_MESSAGE_DIRECTLY: %s %q", resp.ResponseCode(), resp.Remark)
-	}
-	var result struct {
-		ConsumeResult int `json:"consumeResult"`
-	}
-	if err := json.Unmarshal(resp.Body, &result); err != nil || result.ConsumeResult != 0 {
-		t.Fatalf("CONSUME_MESSAGE_DIRECTLY answered %s (%v), want consumeResult 0 (success)", resp.Body, err)
+	// Consume the last message once more, directly, by its client id.
+	var direct admin.DirectConsumption
+	k.adminCLI(&direct, "message", "consume", last.MsgID, "--topic", topic, "--group", group)
+	if direct.Result != "CR_SUCCESS" || direct.ClientID != s.ClientID {
+		t.Fatalf("message consume: %+v, want CR_SUCCESS from %s", direct, s.ClientID)
 	}
 	lastBody := bodies[len(bodies)-1]
 	got.waitFor(t, "the direct consumption", 10*time.Second, func() bool { return got.count(lastBody) == 2 })
 
 	// A client that is not connected is refused by the broker.
-	resp = k.invoke(wire.GetConsumerRunningInfo, &wire.GetConsumerRunningInfoRequestHeader{ConsumerGroup: group, ClientID: "nobody@1"}, nil)
+	resp := k.invoke(wire.GetConsumerRunningInfo, &wire.GetConsumerRunningInfoRequestHeader{ConsumerGroup: group, ClientID: "nobody@1"}, nil)
 	if resp.ResponseCode() != wire.SystemError || resp.Remark == "" {
 		t.Errorf("running info of an unknown client: %s %q, want SYSTEM_ERROR with a remark", resp.ResponseCode(), resp.Remark)
 	}
