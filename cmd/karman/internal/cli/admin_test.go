@@ -49,6 +49,8 @@ func TestAdminArgs(t *testing.T) {
 		{[]string{nowhere, "message", "query", "t", "k", "--begin", "-1q"}, `--begin: time "-1q"`},
 		{[]string{nowhere, "message", "query", "t", "k", "--end", "x"}, `--end: time "x"`},
 		{[]string{nowhere, "message", "query", "t", "k", "--max", "0"}, "--max 0: want at least 1"},
+		{[]string{nowhere, "message", "consume", "id"}, "--group is required"},
+		{[]string{nowhere, "cluster", "wipe-write"}, "accepts 1 arg(s), received 0"},
 		{[]string{nowhere, "--timeout", "0s", "cluster", "list"}, "--timeout must be positive"},
 		{[]string{"--namesrv", "9876", "cluster", "list"}, `--namesrv: address "9876": want host:port`},
 		{[]string{"--namesrv", " ; ", "cluster", "list"}, "--namesrv: no address"},
