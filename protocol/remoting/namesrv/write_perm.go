@@ -15,25 +15,29 @@ import (
 // the name server does not know changes none.
 
 func (p *Processor) wipeWritePerm(_ context.Context, _ *server.Conn, req *wire.Command) *wire.Command {
-	var h wire.BrokerNameRequestHeader
-	if err := req.DecodeHeader(&h); err != nil {
-		return badRequest(req, err)
-	}
-	n := p.routes.WipeWritePerm(h.BrokerName)
-	p.opts.Logger.Info("broker write permission wiped", "broker", h.BrokerName, "topics", n)
-	resp := wire.NewResponse(req, wire.Success, "")
-	resp.SetHeader(&wire.WipeWritePermResponseHeader{WipeTopicCount: int32(n)})
-	return resp
+	return p.setWritePerm(req, false)
 }
 
 func (p *Processor) addWritePerm(_ context.Context, _ *server.Conn, req *wire.Command) *wire.Command {
+	return p.setWritePerm(req, true)
+}
+
+// setWritePerm gives the broker req names its write permission (add) or
+// takes it away, and answers with the number of topics changed.
+func (p *Processor) setWritePerm(req *wire.Command, add bool) *wire.Command {
 	var h wire.BrokerNameRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return badRequest(req, err)
 	}
-	n := p.routes.AddWritePerm(h.BrokerName)
-	p.opts.Logger.Info("broker write permission added", "broker", h.BrokerName, "topics", n)
 	resp := wire.NewResponse(req, wire.Success, "")
-	resp.SetHeader(&wire.AddWritePermResponseHeader{AddTopicCount: int32(n)})
+	var n int
+	if add {
+		n = p.routes.AddWritePerm(h.BrokerName)
+		resp.SetHeader(&wire.AddWritePermResponseHeader{AddTopicCount: int32(n)})
+	} else {
+		n = p.routes.WipeWritePerm(h.BrokerName)
+		resp.SetHeader(&wire.WipeWritePermResponseHeader{WipeTopicCount: int32(n)})
+	}
+	p.opts.Logger.Info("broker write permission changed", "broker", h.BrokerName, "writable", add, "topics", n)
 	return resp
 }
