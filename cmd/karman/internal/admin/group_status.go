@@ -118,7 +118,11 @@ func (c *Client) consumerStatus(ctx context.Context, b Broker, group, id string)
 	case err == nil && len(resp.Body) == 0:
 		// The Go client answers SUCCESS without a body when it cannot
 		// encode its rates, as in its first seconds.
-		err = fmt.Errorf("%s answered %s for consumer %s without a body: %s", t, wire.GetConsumerRunningInfo, id, orNone(resp.Remark))
+		hint := ""
+		if strings.Contains(resp.Remark, "NaN") {
+			hint = " (a Go consumer cannot report its rates in its first 10 to 20 seconds: ask again)"
+		}
+		err = fmt.Errorf("%s answered %s for consumer %s without a body: %s%s", t, wire.GetConsumerRunningInfo, id, orNone(resp.Remark), hint)
 	case err == nil:
 		err = decodeBody(t, wire.GetConsumerRunningInfo, resp.Body, &info)
 	}
