@@ -512,7 +512,8 @@ func TestCrossDeadLetterNodeToGo(t *testing.T) {
 		{Body: "fine", Tag: "alive"},
 	}
 	// The engine creates the dead-letter topic with the first dead
-	// letter, and the broker registers it with the name server at once.
+	// letter, and the broker registers it with the name server at once,
+	// in the background: the Go pull consumer waits for its route.
 	dlq := message.DLQTopic(group)
 	sent := k.nodeSend(topic, out)
 	// The server moves the message once the consumer receives after its
@@ -520,6 +521,7 @@ func TestCrossDeadLetterNodeToGo(t *testing.T) {
 	k.startNode("push", map[string]any{"topic": topic, "group": group, "count": 1, "poison": []string{"poison"},
 		"poisonAttempts": 2, "lingerMs": 60000})
 	k.drainQueue(dlq, 1)
+	k.waitRoute(dlq)
 	c := k.pullConsumer("cross-dlq-reader", dlq, "*")
 	m := pullOne(t, c, dlq)
 	props := m.GetProperties()
