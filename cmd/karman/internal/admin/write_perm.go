@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"slices"
 
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -34,11 +35,7 @@ func (c *Client) SetBrokerWritable(ctx context.Context, broker string, writable 
 	if err != nil {
 		return nil, err
 	}
-	known := false
-	for _, b := range brokers {
-		known = known || b.Name == broker
-	}
-	if !known {
+	if !slices.ContainsFunc(brokers, func(b Broker) bool { return b.Name == broker }) {
 		return nil, errorf(ErrNoBroker, "no name server knows broker %s", broker)
 	}
 	code := wire.WipeWritePermOfBroker
