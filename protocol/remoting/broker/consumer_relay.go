@@ -46,11 +46,7 @@ func (b *Broker) consumeMessageDirectly(ctx context.Context, c *server.Conn, req
 	if err != nil {
 		return errorResponse(req, fmt.Errorf("%w: msgId %q: %w", errInvalidRequest, h.MsgID, err))
 	}
-	m, err := b.eng.MessageAt(offset)
-	if err != nil {
-		return errorResponse(req, err)
-	}
-	body, err := appendRecord(nil, m)
+	body, err := b.storedRecord(offset)
 	if err != nil {
 		return errorResponse(req, err)
 	}

@@ -15,15 +15,21 @@ func (b *Broker) viewMessageByID(ctx context.Context, c *server.Conn, req *wire.
 	if err := decodeHeader(req, &h); err != nil {
 		return errorResponse(req, err)
 	}
-	m, err := b.eng.MessageAt(h.Offset)
-	if err != nil {
-		return errorResponse(req, err)
-	}
-	body, err := appendRecord(nil, m)
+	body, err := b.storedRecord(h.Offset)
 	if err != nil {
 		return errorResponse(req, err)
 	}
 	resp := success(req)
 	resp.Body = body
 	return resp
+}
+
+// storedRecord returns the message at a commit-log offset as one stored
+// record.
+func (b *Broker) storedRecord(offset int64) ([]byte, error) {
+	m, err := b.eng.MessageAt(offset)
+	if err != nil {
+		return nil, err
+	}
+	return appendRecord(nil, m)
 }
