@@ -50,8 +50,8 @@ func (c *Client) ConsumeDirectly(ctx context.Context, id, topic, group, clientID
 	}
 	b := masters[i]
 	if clientID == "" {
-		members := map[string]*Member{}
-		if err := c.groupMembers(ctx, b, group, &GroupDescription{}, members, map[string]Subscription{}); err != nil {
+		members, err := c.membersOn(ctx, b, group)
+		if err != nil {
 			return nil, err
 		}
 		if len(members) == 0 {

@@ -544,6 +544,14 @@ func (c *Client) groupMembers(ctx context.Context, b Broker, group string, d *Gr
 	return nil
 }
 
+// membersOn returns the group's clients connected to broker b, by client
+// id.
+func (c *Client) membersOn(ctx context.Context, b Broker, group string) (map[string]*Member, error) {
+	members := map[string]*Member{}
+	err := c.groupMembers(ctx, b, group, &GroupDescription{}, members, map[string]Subscription{})
+	return members, err
+}
+
 // languageName reads a language given as a name or as Java's ordinal.
 func languageName(raw json.RawMessage) string {
 	var s string

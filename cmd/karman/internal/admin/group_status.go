@@ -86,8 +86,8 @@ func (c *Client) GroupStatus(ctx context.Context, group, clientID string) ([]Con
 	asked := map[string]bool{}
 	out := []ConsumerStatus{}
 	for _, b := range masters {
-		members := map[string]*Member{}
-		if err := c.groupMembers(ctx, b, group, &GroupDescription{}, members, map[string]Subscription{}); err != nil {
+		members, err := c.membersOn(ctx, b, group)
+		if err != nil {
 			return nil, err
 		}
 		for _, id := range slices.Sorted(maps.Keys(members)) {
