@@ -17,7 +17,7 @@ import (
 
 // harness is an engine, a Broker on it and a server on a loopback port.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	eng  *engine.Engine
 	b    *Broker
 	srv  *server.Server
@@ -29,14 +29,14 @@ type harnessOptions struct {
 	broker Options
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	return newHarnessWith(t, harnessOptions{
 		engine: engine.Options{AutoCreateTopics: true, AutoCreateGroups: true},
 		broker: Options{AutoCreateTopics: true, AutoCreateGroups: true},
 	})
 }
 
-func newHarnessWith(t *testing.T, o harnessOptions) *harness {
+func newHarnessWith(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
 	if o.engine.SegmentSize == 0 {
 		o.engine.SegmentSize = 4 << 20
@@ -100,7 +100,7 @@ func (h *harness) dial(handler peer.Handler) *peer.Peer {
 	return p
 }
 
-func invoke(t *testing.T, p *peer.Peer, req *wire.Command) *wire.Command {
+func invoke(t testing.TB, p *peer.Peer, req *wire.Command) *wire.Command {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -120,7 +120,7 @@ func request(code wire.RequestCode, h wire.Header, body []byte) *wire.Command {
 	return req
 }
 
-func wantCode(t *testing.T, resp *wire.Command, code wire.ResponseCode) {
+func wantCode(t testing.TB, resp *wire.Command, code wire.ResponseCode) {
 	t.Helper()
 	if resp.ResponseCode() != code {
 		t.Fatalf("%s: got %s (%q), want %s", resp, resp.ResponseCode(), resp.Remark, code)

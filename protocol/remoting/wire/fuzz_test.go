@@ -147,3 +147,56 @@ func FuzzJSONString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeTopicRouteData feeds arbitrary bodies to the route decoder,
+// which also takes fastjson's bare numeric keys. A body it accepts must
+// survive encode → decode unchanged.
+func FuzzDecodeTopicRouteData(f *testing.F) {
+	f.Add([]byte(`{"orderTopicConf":"","queueDatas":[{"brokerName":"b","readQueueNums":4,"writeQueueNums":4,"perm":6,"topicSysFlag":0}],"brokerDatas":[{"cluster":"c","brokerName":"b","brokerAddrs":{"0":"127.0.0.1:10911"}}]}`))
+	f.Add([]byte(`{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911", 1 :"127.0.0.1:10921"},"brokerName":"b","cluster":"c"}],"queueDatas":[]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		route, err := DecodeTopicRouteData(body)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("untyped error %T: %v", err, err)
+			}
+			return
+		}
+		enc, err := route.Encode()
+		if err != nil {
+			t.Fatalf("encode a decoded route: %v", err)
+		}
+		again, err := DecodeTopicRouteData(enc)
+		if err != nil {
+			t.Fatalf("decode of re-encoded route: %v\n%s", err, enc)
+		}
+		if enc2, _ := again.Encode(); !bytes.Equal(enc, enc2) {
+			t.Fatalf("round trip changed the route:\n%s\n%s", enc, enc2)
+		}
+	})
+}
+
+// FuzzDecodeHeartbeat feeds arbitrary bodies to the heartbeat decoder
+// (code sets as numbers or strings). A body it accepts must survive
+// encode → decode unchanged.
+func FuzzDecodeHeartbeat(f *testing.F) {
+	f.Add([]byte(`{"clientID":"c","producerDataSet":[{"groupName":"p"}],"consumerDataSet":[{"groupName":"g","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[{"topic":"t","subString":"a || b","tagsSet":["a","b"],"codeSet":[97,"98"],"subVersion":1,"expressionType":"TAG"}],"unitMode":false}]}`))
+	f.Add([]byte(`{"clientID":"c","producerDataSet":null,"consumerDataSet":[{"groupName":"g","subscriptionDataSet":[{"topic":"t","codeSet":null}]}],"heartbeatFingerprint":7,"withoutSub":true}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var hb HeartbeatData
+		if err := DecodeJSONBody(body, &hb); err != nil {
+			return
+		}
+		enc, err := EncodeJSONBody(hb)
+		if err != nil {
+			t.Fatalf("encode a decoded heartbeat: %v", err)
+		}
+		var again HeartbeatData
+		if err := DecodeJSONBody(enc, &again); err != nil {
+			t.Fatalf("decode of re-encoded heartbeat: %v\n%s", err, enc)
+		}
+		if enc2, _ := EncodeJSONBody(again); !bytes.Equal(enc, enc2) {
+			t.Fatalf("round trip changed the heartbeat:\n%s\n%s", enc, enc2)
+		}
+	})
+}
