@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 
 // startFrontend runs the name-server front-end on a loopback port until
 // the test ends.
-func startFrontend(t *testing.T) (addr string, reg *prometheus.Registry) {
+func startFrontend(t testing.TB) (addr string, reg *prometheus.Registry) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,7 +51,7 @@ func startFrontend(t *testing.T) (addr string, reg *prometheus.Registry) {
 	return ln.Addr().String(), reg
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
