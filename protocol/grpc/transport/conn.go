@@ -58,6 +58,10 @@ type conn struct {
 	kick         chan struct{}
 	writerDone   chan struct{}
 
+	// testHookEmptyTake, when set, runs in the writer goroutine while it
+	// holds the write with nothing taken.
+	testHookEmptyTake func()
+
 	// Used by the reader only.
 	br          *bufio.Reader
 	fr          *http2.Framer
@@ -456,12 +460,21 @@ func (c *conn) writeLoop() {
 				break // the reader is writing and kicks when done
 			}
 			if len(buf) == 0 {
-				c.doneWrite(buf)
+				if h := c.testHookEmptyTake; h != nil {
+					h()
+				}
+				more := c.doneWrite(buf)
 				if closing {
 					c.nc.Close() // wakes the reader
 					return
 				}
-				break
+				if !more {
+					break
+				}
+				// The reader queued an inline call's answer while this
+				// goroutine held the write, found it busy and left the
+				// answer to it.
+				continue
 			}
 			more, err := c.write(buf)
 			if err != nil {

@@ -76,8 +76,8 @@ type Options struct {
 	// the HTTP/2 preface (and finish its TLS handshake). Default
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	// Logger receives connection errors at debug level. Default:
-	// discarded.
+	// Logger receives connection errors at debug level and handler
+	// panics at error level. Default: discarded.
 	Logger *slog.Logger
 }
 

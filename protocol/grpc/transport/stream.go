@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 
 	"golang.org/x/net/http2"
@@ -449,7 +450,11 @@ func (st *stream) runUnary() {
 		}
 		return st.decode(m, v)
 	}
-	resp, err := st.m.unary.Handler(st.m.impl, st.ctx, dec, st.c.opts.UnaryInterceptor)
+	var resp any
+	err := st.recovered(func() (err error) {
+		resp, err = st.m.unary.Handler(st.m.impl, st.ctx, dec, st.c.opts.UnaryInterceptor)
+		return err
+	})
 	st.finish(resp, err)
 }
 
@@ -457,14 +462,27 @@ func (st *stream) runUnary() {
 func (st *stream) runStream() {
 	defer st.cancel()
 	d := st.m.stream
-	var err error
-	if si := st.c.opts.StreamInterceptor; si != nil {
-		info := &grpc.StreamServerInfo{FullMethod: st.m.name, IsClientStream: d.ClientStreams, IsServerStream: d.ServerStreams}
-		err = si(st.m.impl, st, info, d.Handler)
-	} else {
-		err = d.Handler(st.m.impl, st)
-	}
+	err := st.recovered(func() error {
+		if si := st.c.opts.StreamInterceptor; si != nil {
+			info := &grpc.StreamServerInfo{FullMethod: st.m.name, IsClientStream: d.ClientStreams, IsServerStream: d.ServerStreams}
+			return si(st.m.impl, st, info, d.Handler)
+		}
+		return d.Handler(st.m.impl, st)
+	})
 	st.finish(nil, err)
+}
+
+// recovered runs a call's handler. A handler that panics fails its call
+// with INTERNAL and is logged with its stack; the server and the
+// connection's other calls go on.
+func (st *stream) recovered(handler func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			st.c.opts.Logger.Error("grpc handler panicked", "method", st.m.name, "panic", p, "stack", string(debug.Stack()))
+			err = status.Errorf(codes.Internal, "handler panic: %v", p)
+		}
+	}()
+	return handler()
 }
 
 // finish sends a unary call's answer (resp, when err is nil) and the

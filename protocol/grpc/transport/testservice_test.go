@@ -36,8 +36,8 @@ func (s *testService) EmptyCall(ctx context.Context, _ *testpb.Empty) (*testpb.E
 	return &testpb.Empty{}, nil
 }
 
-// UnaryCall answers with ResponseSize bytes and the requested status,
-// echoes "x-echo" metadata into a header and "x-echo-bin" into a
+// UnaryCall answers with ResponseSize bytes and the requested status
+// (it panics when the status message is "panic"), echoes "x-echo" metadata into a header and "x-echo-bin" into a
 // trailer, and reports the caller's address as ServerId. ResponseSize
 // -1 waits for the call's context to end.
 func (s *testService) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
@@ -47,6 +47,9 @@ func (s *testService) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) 
 	}
 	if v := md.Get("x-echo-bin"); len(v) > 0 {
 		grpc.SetTrailer(ctx, metadata.Pairs("x-echo-bin", v[0]))
+	}
+	if rs := req.GetResponseStatus(); rs != nil && rs.Message == "panic" {
+		panic("the request asked for a panic")
 	}
 	if rs := req.GetResponseStatus(); rs != nil && rs.Code != 0 {
 		return nil, status.Error(codes.Code(rs.Code), rs.Message)
@@ -69,8 +72,12 @@ func (s *testService) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) 
 
 // StreamingOutputCall corks its messages (transport.Cork): they leave
 // together, except where flow control makes them wait for the client.
+// It panics when the status message is "panic".
 func (s *testService) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
 	transport.Cork(stream.Context())
+	if rs := req.GetResponseStatus(); rs != nil && rs.Message == "panic" {
+		panic("the request asked for a panic")
+	}
 	for _, p := range req.ResponseParameters {
 		if err := stream.Send(&testpb.StreamingOutputCallResponse{Payload: payload(p.Size)}); err != nil {
 			return err

@@ -148,6 +148,34 @@ func TestStatusCodeAndMessage(t *testing.T) {
 	}
 }
 
+// A handler that panics fails its call with INTERNAL; the connection
+// and the server go on serving. Inline and on a worker, unary and
+// streaming.
+func TestHandlerPanic(t *testing.T) {
+	for name, opts := range map[string]transport.Options{"worker": {}, "inline": inlineUnary} {
+		t.Run(name, func(t *testing.T) {
+			_, _, tc, _ := serve(t, opts)
+			ctx := testContext(t)
+			asked := &testpb.EchoStatus{Code: int32(codes.Unknown), Message: "panic"}
+			_, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{ResponseStatus: asked})
+			if s := status.Convert(err); s.Code() != codes.Internal || !strings.Contains(s.Message(), "handler panic") {
+				t.Fatalf("unary: got %v %q, want Internal with the panic", s.Code(), s.Message())
+			}
+			stream, err := tc.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{ResponseStatus: asked})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = stream.Recv()
+			if s := status.Convert(err); s.Code() != codes.Internal || !strings.Contains(s.Message(), "handler panic") {
+				t.Fatalf("streaming: got %v %q, want Internal with the panic", s.Code(), s.Message())
+			}
+			if _, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{ResponseSize: 3}); err != nil {
+				t.Fatalf("a call after the panics: %v", err)
+			}
+		})
+	}
+}
+
 func TestMetadataBothWays(t *testing.T) {
 	_, _, tc, _ := serve(t, transport.Options{})
 	ctx := metadata.AppendToOutgoingContext(testContext(t), "x-echo", "header value", "x-echo-bin", "\x00\x01binary\xff")
