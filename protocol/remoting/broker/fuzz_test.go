@@ -1,13 +1,12 @@
 package broker
 
 import (
-	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/protocol/remoting/remotingtest"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
@@ -30,28 +29,6 @@ var fuzzCodes = []wire.RequestCode{
 	wire.GetProducerConnectionList, wire.GetConsumeStats, wire.GetTopicStatsInfo,
 	wire.InvokeBrokerToResetOffset, wire.GetConsumerRunningInfo,
 	wire.ConsumeMessageDirectly, wire.KarmanResendDeadLetter,
-}
-
-// fuzzExt turns "key=value" lines into extFields.
-func fuzzExt(lines string) map[string]string {
-	ext := map[string]string{}
-	for line := range strings.Lines(lines) {
-		if k, v, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "="); ok {
-			ext[k] = v
-		}
-	}
-	return ext
-}
-
-// extLines is fuzzExt's inverse, for the seeds.
-func extLines(h wire.Header) string {
-	ext := map[string]string{}
-	h.EncodeFields(ext)
-	var b strings.Builder
-	for k, v := range ext {
-		b.WriteString(k + "=" + v + "\n")
-	}
-	return b.String()
 }
 
 func codeIndex(code wire.RequestCode) uint8 {
@@ -78,14 +55,14 @@ func fuzzSeeds(f *testing.F) {
 		ProducerGroup: "PG", Topic: "FuzzTopic", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
 		QueueID: 1, BornTimestamp: 1, Properties: "KEYS\x01k1\x02TAGS\x01t\x02UNIQ_KEY\x01AB\x02",
 	}
-	f.Add(codeIndex(wire.SendMessageV2), extLines(&wire.SendMessageRequestHeaderV2{SendMessageRequestHeader: props}), []byte("body"))
+	f.Add(codeIndex(wire.SendMessageV2), remotingtest.ExtLines(&wire.SendMessageRequestHeaderV2{SendMessageRequestHeader: props}), []byte("body"))
 	batch := props
 	batch.Batch = true
 	entries, err := wire.AppendBatch(nil, []wire.BatchEntry{{Body: []byte("one")}, {Body: []byte("two"), Properties: "KEYS\x01k\x02"}})
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(codeIndex(wire.SendBatchMessage), extLines(&batch), entries)
+	f.Add(codeIndex(wire.SendBatchMessage), remotingtest.ExtLines(&batch), entries)
 	f.Add(codeIndex(wire.HeartBeat), "", mustJSON(wire.HeartbeatData{
 		ClientID:        "fuzz-client",
 		ProducerDataSet: []wire.ProducerData{{GroupName: "PG"}},
@@ -96,9 +73,9 @@ func fuzzSeeds(f *testing.F) {
 		MQSet: []wire.MessageQueue{{Topic: "FuzzTopic", BrokerName: "broker-a", QueueID: 1}}}))
 	f.Add(codeIndex(wire.CheckClientConfig), "", []byte(`{"group":"CG","subscriptionData":{"topic":"FuzzTopic","subString":"a > 1","expressionType":"SQL92"}}`))
 	f.Add(codeIndex(wire.UpdateAndCreateSubscriptionGroup), "", []byte(`{"groupName":"CG2","consumeEnable":true,"retryMaxTimes":3,"consumeMessageOrderly":true}`))
-	f.Add(codeIndex(wire.EndTransaction), extLines(&wire.EndTransactionRequestHeader{ProducerGroup: "PG", TranStateTableOffset: 0, CommitLogOffset: 0, CommitOrRollback: 8, MsgID: "AB"}), []byte(nil))
-	f.Add(codeIndex(wire.UpdateConsumerOffset), extLines(&wire.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "CG", Topic: "FuzzTopic", QueueID: 1, CommitOffset: 5}), []byte(nil))
-	f.Add(codeIndex(wire.UpdateAndCreateTopic), extLines(&wire.CreateTopicRequestHeader{Topic: "FuzzFIFO", DefaultTopic: "TBW102", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6,
+	f.Add(codeIndex(wire.EndTransaction), remotingtest.ExtLines(&wire.EndTransactionRequestHeader{ProducerGroup: "PG", TranStateTableOffset: 0, CommitLogOffset: 0, CommitOrRollback: 8, MsgID: "AB"}), []byte(nil))
+	f.Add(codeIndex(wire.UpdateConsumerOffset), remotingtest.ExtLines(&wire.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "CG", Topic: "FuzzTopic", QueueID: 1, CommitOffset: 5}), []byte(nil))
+	f.Add(codeIndex(wire.UpdateAndCreateTopic), remotingtest.ExtLines(&wire.CreateTopicRequestHeader{Topic: "FuzzFIFO", DefaultTopic: "TBW102", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6,
 		TopicFilterType: "SINGLE_TAG", Attributes: []wire.TopicAttribute{{Key: "message.type", Value: "FIFO"}}}), []byte(nil))
 	f.Add(codeIndex(wire.QueryMessage), "topic=FuzzTopic\nkey=k1\nmaxNum=32\nbeginTimestamp=0\nendTimestamp=9999999999999\n", []byte(nil))
 	f.Add(codeIndex(wire.ViewMessageByID), "offset=0\n", []byte(nil))
@@ -110,8 +87,7 @@ func fuzzSeeds(f *testing.F) {
 
 // FuzzRequests sends arbitrary headers and bodies with the codes the
 // broker serves. Every request must be answered, promptly, and no
-// handler may panic (the connection's reader turns a panic into
-// SYSTEM_ERROR "handler panic: ...").
+// handler may panic (remotingtest.MustAnswer).
 func FuzzRequests(f *testing.F) {
 	fuzzSeeds(f)
 	// One broker for every input, so that inputs build on the state
@@ -122,16 +98,6 @@ func FuzzRequests(f *testing.F) {
 	})
 	p := h.dial(nil)
 	f.Fuzz(func(t *testing.T, code uint8, ext string, body []byte) {
-		req := wire.NewRequest(fuzzCodes[int(code)%len(fuzzCodes)], fuzzExt(ext))
-		req.Body = body
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		resp, err := p.Invoke(ctx, req)
-		if err != nil {
-			t.Fatalf("%s: no answer: %v", req.RequestCode(), err)
-		}
-		if resp.ResponseCode() == wire.SystemError && strings.HasPrefix(resp.Remark, "handler panic") {
-			t.Fatalf("%s: %s", req.RequestCode(), resp.Remark)
-		}
+		remotingtest.MustAnswer(t, p, fuzzCodes[int(code)%len(fuzzCodes)], ext, body)
 	})
 }

@@ -800,6 +800,10 @@ func (c *Peer) encodeResponse(req, resp *wire.Command) (outFrame, error) {
 	return outFrame{buf: buf, body: resp.Body, done: resp.BodyDone}, nil
 }
 
+// HandlerPanicRemark begins the remark of the SYSTEM_ERROR answer to a
+// request whose handler panicked; the panic's value follows.
+const HandlerPanicRemark = "handler panic: "
+
 func (c *Peer) handle(ctx context.Context, req *wire.Command) (resp *wire.Command) {
 	if c.opts.Handler == nil {
 		return wire.NewResponse(req, wire.RequestCodeNotSupported,
@@ -808,7 +812,7 @@ func (c *Peer) handle(ctx context.Context, req *wire.Command) (resp *wire.Comman
 	defer func() {
 		if p := recover(); p != nil {
 			c.opts.Logger.Error("remoting: handler panicked", "addr", c.addr, "code", req.RequestCode(), "panic", p)
-			resp = wire.NewResponse(req, wire.SystemError, fmt.Sprintf("handler panic: %v", p))
+			resp = wire.NewResponse(req, wire.SystemError, HandlerPanicRemark+fmt.Sprint(p))
 		}
 	}()
 	return c.opts.Handler.HandleRequest(ctx, req)

@@ -2,12 +2,12 @@ package namesrv
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	remoting "github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/peer"
+	"github.com/karmanmq/karman/protocol/remoting/remotingtest"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
@@ -29,23 +29,10 @@ func fuzzCode(code wire.RequestCode) uint8 {
 	panic("code not fuzzed: " + code.String())
 }
 
-// headerLines writes h's extFields as "key=value" lines, the form
-// FuzzRequests reads them in.
-func headerLines(h wire.Header) string {
-	ext := map[string]string{}
-	h.EncodeFields(ext)
-	var b strings.Builder
-	for k, v := range ext {
-		b.WriteString(k + "=" + v + "\n")
-	}
-	return b.String()
-}
-
 // FuzzRequests sends arbitrary headers and bodies with the codes the name
 // server serves, to the front-end `karman namesrv` runs (the real route
-// table). Every request must be answered, and no handler may panic (the
-// connection's reader turns a panic into SYSTEM_ERROR "handler
-// panic: ...").
+// table). Every request must be answered, and no handler may panic
+// (remotingtest.MustAnswer).
 func FuzzRequests(f *testing.F) {
 	topics := &remoting.RegisterBrokerBody{Topics: []remoting.TopicConfig{
 		{TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6, Attributes: map[string]string{"+message.type": "FIFO"}},
@@ -58,7 +45,7 @@ func FuzzRequests(f *testing.F) {
 		}
 		h := &wire.RegisterBrokerRequestHeader{BrokerName: "b", BrokerAddr: "127.0.0.1:10911", ClusterName: "c",
 			HAServerAddr: "127.0.0.1:10912", Compressed: compressed, BodyCRC32: remoting.BodyCRC32(body)}
-		f.Add(fuzzCode(wire.RegisterBroker), headerLines(h), body)
+		f.Add(fuzzCode(wire.RegisterBroker), remotingtest.ExtLines(h), body)
 	}
 	f.Add(fuzzCode(wire.GetRouteInfoByTopic), "topic=T\n", []byte(nil))
 	f.Add(fuzzCode(wire.UnregisterBroker), "brokerName=b\nbrokerAddr=127.0.0.1:10911\nclusterName=c\nbrokerId=0\n", []byte(nil))
@@ -76,20 +63,6 @@ func FuzzRequests(f *testing.F) {
 	}
 	f.Cleanup(func() { p.Close() })
 	f.Fuzz(func(t *testing.T, code uint8, header string, body []byte) {
-		ext := map[string]string{}
-		for line := range strings.Lines(header) {
-			if k, v, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "="); ok {
-				ext[k] = v
-			}
-		}
-		req := wire.NewRequest(fuzzCodes[int(code)%len(fuzzCodes)], ext)
-		req.Body = body
-		resp, err := p.Invoke(context.Background(), req)
-		if err != nil {
-			t.Fatalf("%s: no answer: %v", req.RequestCode(), err)
-		}
-		if resp.ResponseCode() == wire.SystemError && strings.HasPrefix(resp.Remark, "handler panic") {
-			t.Fatalf("%s: %s", req.RequestCode(), resp.Remark)
-		}
+		remotingtest.MustAnswer(t, p, fuzzCodes[int(code)%len(fuzzCodes)], header, body)
 	})
 }

@@ -1,0 +1,62 @@
+// Package remotingtest helps fuzz remoting servers: requests whose
+// extFields come from "key=value" lines, which fuzzers mutate well, sent
+// to a server that must answer every one without a handler panicking.
+package remotingtest
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/karmanmq/karman/protocol/remoting/peer"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+// ExtLines writes h's extFields as "key=value" lines in key order, the
+// form ParseExtLines reads: the seeds of a fuzz target.
+func ExtLines(h wire.Header) string {
+	ext := map[string]string{}
+	h.EncodeFields(ext)
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(ext)) {
+		b.WriteString(k + "=" + ext[k] + "\n")
+	}
+	return b.String()
+}
+
+// ParseExtLines reads "key=value" lines into extFields; lines without
+// '=' are skipped.
+func ParseExtLines(lines string) map[string]string {
+	ext := map[string]string{}
+	for line := range strings.Lines(lines) {
+		if k, v, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "="); ok {
+			ext[k] = v
+		}
+	}
+	return ext
+}
+
+// answerTimeout is how long a fuzzed request may take to be answered.
+const answerTimeout = 10 * time.Second
+
+// MustAnswer sends a request of code with the extFields of lines and
+// body over p, and fails t unless the server answers it within 10 s
+// with something other than the answer the peer gives for a handler
+// that panicked.
+func MustAnswer(t testing.TB, p *peer.Peer, code wire.RequestCode, lines string, body []byte) {
+	t.Helper()
+	req := wire.NewRequest(code, ParseExtLines(lines))
+	req.Body = body
+	ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+	defer cancel()
+	resp, err := p.Invoke(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: no answer: %v", code, err)
+	}
+	if resp.ResponseCode() == wire.SystemError && strings.HasPrefix(resp.Remark, peer.HandlerPanicRemark) {
+		t.Fatalf("%s: %s", code, resp.Remark)
+	}
+}
