@@ -31,15 +31,6 @@ var fuzzCodes = []wire.RequestCode{
 	wire.ConsumeMessageDirectly, wire.KarmanResendDeadLetter,
 }
 
-func codeIndex(code wire.RequestCode) uint8 {
-	for i, c := range fuzzCodes {
-		if c == code {
-			return uint8(i)
-		}
-	}
-	panic("code not fuzzed: " + code.String())
-}
-
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -55,34 +46,34 @@ func fuzzSeeds(f *testing.F) {
 		ProducerGroup: "PG", Topic: "FuzzTopic", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
 		QueueID: 1, BornTimestamp: 1, Properties: "KEYS\x01k1\x02TAGS\x01t\x02UNIQ_KEY\x01AB\x02",
 	}
-	f.Add(codeIndex(wire.SendMessageV2), remotingtest.ExtLines(&wire.SendMessageRequestHeaderV2{SendMessageRequestHeader: props}), []byte("body"))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.SendMessageV2), remotingtest.ExtLines(&wire.SendMessageRequestHeaderV2{SendMessageRequestHeader: props}), []byte("body"))
 	batch := props
 	batch.Batch = true
 	entries, err := wire.AppendBatch(nil, []wire.BatchEntry{{Body: []byte("one")}, {Body: []byte("two"), Properties: "KEYS\x01k\x02"}})
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(codeIndex(wire.SendBatchMessage), remotingtest.ExtLines(&batch), entries)
-	f.Add(codeIndex(wire.HeartBeat), "", mustJSON(wire.HeartbeatData{
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.SendBatchMessage), remotingtest.ExtLines(&batch), entries)
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.HeartBeat), "", mustJSON(wire.HeartbeatData{
 		ClientID:        "fuzz-client",
 		ProducerDataSet: []wire.ProducerData{{GroupName: "PG"}},
 		ConsumerDataSet: []wire.ConsumerData{{GroupName: "CG", ConsumeType: "CONSUME_PASSIVELY", MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET",
 			SubscriptionDataSet: []wire.SubscriptionData{{Topic: "FuzzTopic", SubString: "t || u", ExpressionType: "TAG"}}}},
 	}))
-	f.Add(codeIndex(wire.LockBatchMQ), "", mustJSON(wire.LockBatchRequestBody{ConsumerGroup: "CG", ClientID: "fuzz-client",
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.LockBatchMQ), "", mustJSON(wire.LockBatchRequestBody{ConsumerGroup: "CG", ClientID: "fuzz-client",
 		MQSet: []wire.MessageQueue{{Topic: "FuzzTopic", BrokerName: "broker-a", QueueID: 1}}}))
-	f.Add(codeIndex(wire.CheckClientConfig), "", []byte(`{"group":"CG","subscriptionData":{"topic":"FuzzTopic","subString":"a > 1","expressionType":"SQL92"}}`))
-	f.Add(codeIndex(wire.UpdateAndCreateSubscriptionGroup), "", []byte(`{"groupName":"CG2","consumeEnable":true,"retryMaxTimes":3,"consumeMessageOrderly":true}`))
-	f.Add(codeIndex(wire.EndTransaction), remotingtest.ExtLines(&wire.EndTransactionRequestHeader{ProducerGroup: "PG", TranStateTableOffset: 0, CommitLogOffset: 0, CommitOrRollback: 8, MsgID: "AB"}), []byte(nil))
-	f.Add(codeIndex(wire.UpdateConsumerOffset), remotingtest.ExtLines(&wire.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "CG", Topic: "FuzzTopic", QueueID: 1, CommitOffset: 5}), []byte(nil))
-	f.Add(codeIndex(wire.UpdateAndCreateTopic), remotingtest.ExtLines(&wire.CreateTopicRequestHeader{Topic: "FuzzFIFO", DefaultTopic: "TBW102", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6,
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.CheckClientConfig), "", []byte(`{"group":"CG","subscriptionData":{"topic":"FuzzTopic","subString":"a > 1","expressionType":"SQL92"}}`))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.UpdateAndCreateSubscriptionGroup), "", []byte(`{"groupName":"CG2","consumeEnable":true,"retryMaxTimes":3,"consumeMessageOrderly":true}`))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.EndTransaction), remotingtest.ExtLines(&wire.EndTransactionRequestHeader{ProducerGroup: "PG", TranStateTableOffset: 0, CommitLogOffset: 0, CommitOrRollback: 8, MsgID: "AB"}), []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.UpdateConsumerOffset), remotingtest.ExtLines(&wire.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "CG", Topic: "FuzzTopic", QueueID: 1, CommitOffset: 5}), []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.UpdateAndCreateTopic), remotingtest.ExtLines(&wire.CreateTopicRequestHeader{Topic: "FuzzFIFO", DefaultTopic: "TBW102", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6,
 		TopicFilterType: "SINGLE_TAG", Attributes: []wire.TopicAttribute{{Key: "message.type", Value: "FIFO"}}}), []byte(nil))
-	f.Add(codeIndex(wire.QueryMessage), "topic=FuzzTopic\nkey=k1\nmaxNum=32\nbeginTimestamp=0\nendTimestamp=9999999999999\n", []byte(nil))
-	f.Add(codeIndex(wire.ViewMessageByID), "offset=0\n", []byte(nil))
-	f.Add(codeIndex(wire.ConsumerSendMsgBack), "offset=0\ngroup=CG\ndelayLevel=0\noriginMsgId=AB\noriginTopic=FuzzTopic\nmaxReconsumeTimes=1\n", []byte(nil))
-	f.Add(codeIndex(wire.SearchOffsetByTimestamp), "topic=FuzzTopic\nqueueId=1\ntimestamp=1\n", []byte(nil))
-	f.Add(codeIndex(wire.InvokeBrokerToResetOffset), "topic=FuzzTopic\ngroup=CG\ntimestamp=0\nisForce=true\n", []byte(nil))
-	f.Add(codeIndex(wire.ConsumeMessageDirectly), "consumerGroup=CG\nclientId=fuzz-client\nmsgId=AB\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.QueryMessage), "topic=FuzzTopic\nkey=k1\nmaxNum=32\nbeginTimestamp=0\nendTimestamp=9999999999999\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.ViewMessageByID), "offset=0\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.ConsumerSendMsgBack), "offset=0\ngroup=CG\ndelayLevel=0\noriginMsgId=AB\noriginTopic=FuzzTopic\nmaxReconsumeTimes=1\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.SearchOffsetByTimestamp), "topic=FuzzTopic\nqueueId=1\ntimestamp=1\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.InvokeBrokerToResetOffset), "topic=FuzzTopic\ngroup=CG\ntimestamp=0\nisForce=true\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.ConsumeMessageDirectly), "consumerGroup=CG\nclientId=fuzz-client\nmsgId=AB\n", []byte(nil))
 }
 
 // FuzzRequests sends arbitrary headers and bodies with the codes the

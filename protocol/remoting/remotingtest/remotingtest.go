@@ -60,3 +60,13 @@ func MustAnswer(t testing.TB, p *peer.Peer, code wire.RequestCode, lines string,
 		t.Fatalf("%s: %s", code, resp.Remark)
 	}
 }
+
+// CodeIndex returns code's place in codes, the byte a fuzz seed names it
+// by; it panics when codes lacks it.
+func CodeIndex(codes []wire.RequestCode, code wire.RequestCode) uint8 {
+	i := slices.Index(codes, code)
+	if i < 0 || i > 255 {
+		panic("code not fuzzed: " + code.String())
+	}
+	return uint8(i)
+}

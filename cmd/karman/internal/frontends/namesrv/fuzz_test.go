@@ -20,15 +20,6 @@ var fuzzCodes = []wire.RequestCode{
 	wire.WipeWritePermOfBroker, wire.AddWritePermOfBroker,
 }
 
-func fuzzCode(code wire.RequestCode) uint8 {
-	for i, c := range fuzzCodes {
-		if c == code {
-			return uint8(i)
-		}
-	}
-	panic("code not fuzzed: " + code.String())
-}
-
 // FuzzRequests sends arbitrary headers and bodies with the codes the name
 // server serves, to the front-end `karman namesrv` runs (the real route
 // table). Every request must be answered, and no handler may panic
@@ -45,14 +36,14 @@ func FuzzRequests(f *testing.F) {
 		}
 		h := &wire.RegisterBrokerRequestHeader{BrokerName: "b", BrokerAddr: "127.0.0.1:10911", ClusterName: "c",
 			HAServerAddr: "127.0.0.1:10912", Compressed: compressed, BodyCRC32: remoting.BodyCRC32(body)}
-		f.Add(fuzzCode(wire.RegisterBroker), remotingtest.ExtLines(h), body)
+		f.Add(remotingtest.CodeIndex(fuzzCodes, wire.RegisterBroker), remotingtest.ExtLines(h), body)
 	}
-	f.Add(fuzzCode(wire.GetRouteInfoByTopic), "topic=T\n", []byte(nil))
-	f.Add(fuzzCode(wire.UnregisterBroker), "brokerName=b\nbrokerAddr=127.0.0.1:10911\nclusterName=c\nbrokerId=0\n", []byte(nil))
-	f.Add(fuzzCode(wire.PutKVConfig), "namespace=ORDER_TOPIC_CONFIG\nkey=T\nvalue=b:4\n", []byte(nil))
-	f.Add(fuzzCode(wire.GetKVListByNamespace), "namespace=ORDER_TOPIC_CONFIG\n", []byte(nil))
-	f.Add(fuzzCode(wire.WipeWritePermOfBroker), "brokerName=b\n", []byte(nil))
-	f.Add(fuzzCode(wire.GetTopicsByCluster), "cluster=c\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.GetRouteInfoByTopic), "topic=T\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.UnregisterBroker), "brokerName=b\nbrokerAddr=127.0.0.1:10911\nclusterName=c\nbrokerId=0\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.PutKVConfig), "namespace=ORDER_TOPIC_CONFIG\nkey=T\nvalue=b:4\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.GetKVListByNamespace), "namespace=ORDER_TOPIC_CONFIG\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.WipeWritePermOfBroker), "brokerName=b\n", []byte(nil))
+	f.Add(remotingtest.CodeIndex(fuzzCodes, wire.GetTopicsByCluster), "cluster=c\n", []byte(nil))
 
 	// One name server for every input, so that inputs build on the
 	// routes earlier ones registered.
