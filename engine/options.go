@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/karmanmq/karman/engine/commitlog"
 )
 
 // FlushMode says when appended messages are forced to disk.
@@ -134,6 +136,8 @@ type Options struct {
 // Defaults.
 const (
 	DefaultSegmentSize    = 1 << 30
+	MinSegmentSize        = 64 << 10
+	MaxSegmentSize        = commitlog.MaxSegmentSize
 	DefaultFlushInterval  = 500 * time.Millisecond
 	DefaultMaxMessageSize = 4 << 20
 	DefaultQueueCount     = 8
@@ -211,8 +215,8 @@ func (o *Options) EnsureDefaults() *Options {
 // Validate reports the first invalid field.
 func (o *Options) Validate() error {
 	switch {
-	case o.SegmentSize < 64<<10:
-		return fmt.Errorf("engine: segment size %d is below the 64 KiB minimum", o.SegmentSize)
+	case o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize || o.SegmentSize%4096 != 0:
+		return fmt.Errorf("engine: segment size %d must be a multiple of 4096 between %d (64 KiB) and %d (4 GiB)", o.SegmentSize, MinSegmentSize, int64(MaxSegmentSize))
 	case o.Flush != FlushAsync && o.Flush != FlushSync:
 		return fmt.Errorf("engine: unknown flush mode %d", o.Flush)
 	case o.FlushInterval < 0:

@@ -292,12 +292,21 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 }
 
+// TestUnknownEnv checks that a KARMAN_ variable naming no flag is
+// ignored with a warning that names the flag it looks like.
 func TestUnknownEnv(t *testing.T) {
-	for _, args := range [][]string{{"config", "print"}, {"serve", "--http-addr", "127.0.0.1:0"}} {
-		_, stderr, code := run(t, []string{"KARMAN_DATTA=/x"}, args...)
-		if code != 1 || !strings.Contains(stderr, "KARMAN_DATTA") {
-			t.Errorf("%v with KARMAN_DATTA: exit %d, stderr %q", args, code, stderr)
-		}
+	env := []string{"KARMAN_DATTA=/x", "KARMAN_PORT=tcp://10.0.0.7:9876"}
+	stdout, stderr, code := run(t, env, "config", "print")
+	if code != 0 || !strings.Contains(stderr, "KARMAN_DATTA names no flag and is ignored; did you mean KARMAN_DATA (--data)?") || !strings.Contains(stdout, `"data": "./data"`) {
+		t.Errorf("config print with KARMAN_DATTA: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if strings.Contains(stderr, "KARMAN_PORT") {
+		t.Errorf("a Kubernetes service link was warned about: %q", stderr)
+	}
+	// serve logs the warning before it checks its flags.
+	_, stderr, code = run(t, env, "serve", "--http-addr", "127.0.0.1:0", "--default-queues", "0")
+	if code != 1 || !strings.Contains(stderr, "level=WARN") || !strings.Contains(stderr, "did you mean KARMAN_DATA") {
+		t.Errorf("serve with KARMAN_DATTA: exit %d, stderr %q", code, stderr)
 	}
 }
 
@@ -310,6 +319,12 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"serve", "--flush", "weird"}, "flush"},
 		{[]string{"serve", "--segment-size", "big"}, "segment-size"},
 		{[]string{"serve", "--http-addr", "8080"}, "http-addr"},
+		{[]string{"serve", "--segment-size", "0"}, "--segment-size 0 must be"},
+		{[]string{"serve", "--segment-size", "100GiB"}, "--segment-size 100GiB must be"},
+		{[]string{"serve", "--default-queues", "0"}, "--default-queues 0 must be"},
+		{[]string{"serve", "--max-message-size", "0"}, "--max-message-size 0 must be positive"},
+		{[]string{"serve", "--retention-disk-ratio", "0"}, "--retention-disk-ratio 0 must be"},
+		{[]string{"serve", "--max-message-size", "20MiB", "--segment-size", "64MiB"}, "more than the broker front-end can carry"},
 		{[]string{"serve", "extra-arg"}, "unknown command"},
 		{[]string{"bench", "engine", "--count", "abc"}, "count"},
 		{[]string{"bench", "engine", "--batch", "0"}, "batch"},
@@ -318,9 +333,12 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"config", "print", "--format", "xml"}, "format"},
 		{[]string{"nosuchcommand"}, "unknown command"},
 	} {
-		_, stderr, code := run(t, nil, tc.args...)
+		stdout, stderr, code := run(t, nil, tc.args...)
 		if code != 1 || !strings.Contains(stderr, "Error:") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("karman %v: exit %d, stderr %q; want exit 1 and an error about %q", tc.args, code, stderr, tc.want)
+		}
+		if strings.Contains(stdout, "listening") {
+			t.Errorf("karman %v bound a listener before refusing its configuration:\n%s", tc.args, stdout)
 		}
 		if strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine ") {
 			t.Errorf("karman %v panicked:\n%s", tc.args, stderr)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/config"
@@ -28,8 +29,12 @@ and environment: defaults, overridden by KARMAN_<FLAG> environment
 variables, overridden by flags. The configuration is checked first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := config.ApplyEnv(fs, os.Environ()); err != nil {
+			warnings, err := config.ApplyEnv(fs, os.Environ())
+			if err != nil {
 				return err
+			}
+			for _, w := range warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "karman: warning:", w)
 			}
 			if err := cfg.Validate(); err != nil {
 				return err

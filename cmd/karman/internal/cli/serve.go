@@ -32,8 +32,13 @@ SIGINT or SIGTERM shuts the server down gracefully; a second signal
 stops it at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := config.ApplyEnv(fs, os.Environ()); err != nil {
+			warnings, err := config.ApplyEnv(fs, os.Environ())
+			if err != nil {
 				return err
+			}
+			logger := newLogger(cmd.ErrOrStderr(), cfg.LogLevel)
+			for _, w := range warnings {
+				logger.Warn(w)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -45,7 +50,7 @@ stops it at once.`,
 				Config:    &cfg,
 				Frontends: fronts,
 				Version:   Version(),
-				Logger:    newLogger(cmd.ErrOrStderr(), cfg.LogLevel),
+				Logger:    logger,
 				Announce:  cmd.OutOrStdout(),
 			})
 		},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,10 @@ type Config struct {
 	// Frontends holds, per front-end name, the settings its own flags
 	// fill (see frontend.Frontend.Flags).
 	Frontends map[string]any
+	// bodyLimits holds, per front-end name, the largest message body its
+	// protocol can carry (frontend.Frontend.MaxMessageSize), for those
+	// that have a limit.
+	bodyLimits map[string]int64
 
 	// Engine options.
 	Flush              engine.FlushMode
@@ -70,6 +75,7 @@ func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
 
 	c.Addrs = map[string]string{}
 	c.Frontends = map[string]any{}
+	c.bodyLimits = map[string]int64{}
 	c.bindAddr(fs, HTTP, DefaultHTTPAddr, "HTTP listen address for /healthz and /metrics")
 	for _, f := range fronts {
 		usage := f.Usage
@@ -79,6 +85,9 @@ func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
 		c.bindAddr(fs, f.Name, f.DefaultAddr, usage)
 		if f.Flags != nil {
 			c.Frontends[f.Name] = f.Flags(fs)
+		}
+		if f.MaxMessageSize > 0 {
+			c.bodyLimits[f.Name] = f.MaxMessageSize
 		}
 	}
 
@@ -140,13 +149,13 @@ func (c *Config) EngineOptions(logger *slog.Logger) *engine.Options {
 }
 
 // Validate reports the first setting that cannot work: an empty data
-// directory, a malformed listen address or invalid engine options.
+// directory, a malformed listen address, a size, count or duration out of
+// its range (zero included: no flag takes 0 to mean its default), or a
+// largest message size that an enabled front-end cannot carry. It runs
+// before any listener is bound.
 func (c *Config) Validate() error {
 	if c.Data == "" {
 		return fmt.Errorf("config: --data must not be empty")
-	}
-	if c.ShutdownTimeout <= 0 {
-		return fmt.Errorf("config: --shutdown-timeout must be positive")
 	}
 	for name, a := range c.Addrs {
 		if strings.EqualFold(a, Off) {
@@ -156,9 +165,71 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config: --%s-addr %q: want host:port, :port or %q: %w", name, a, Off, err)
 		}
 	}
+	if err := c.validateRanges(); err != nil {
+		return err
+	}
+	if err := c.validateMessageSize(); err != nil {
+		return err
+	}
 	o := c.EngineOptions(nil).EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// validateRanges checks each size, count, ratio and duration flag against
+// its range.
+func (c *Config) validateRanges() error {
+	positive := []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"shutdown-timeout", c.ShutdownTimeout},
+		{"flush-interval", c.FlushInterval},
+		{"retention-age", c.RetentionAge},
+		{"retention-interval", c.RetentionInterval},
+		{"timer-horizon", c.TimerHorizon},
+		{"transaction-timeout", c.TransactionTimeout},
+		{"transaction-check-interval", c.TransactionCheckInterval},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return fmt.Errorf("config: --%s %s must be positive", p.flag, p.d)
+		}
+	}
+	switch {
+	case c.SegmentSize < engine.MinSegmentSize || c.SegmentSize > engine.MaxSegmentSize || c.SegmentSize%4096 != 0:
+		return fmt.Errorf("config: --segment-size %s must be a multiple of 4KiB between %s and %s",
+			c.SegmentSize, ByteSize(engine.MinSegmentSize), ByteSize(engine.MaxSegmentSize))
+	case c.MaxMessageSize < 1:
+		return fmt.Errorf("config: --max-message-size %s must be positive", c.MaxMessageSize)
+	case c.DefaultQueues < 1 || c.DefaultQueues > engine.MaxQueues:
+		return fmt.Errorf("config: --default-queues %d must be between 1 and %d", c.DefaultQueues, engine.MaxQueues)
+	case !(c.RetentionDiskRatio > 0 && c.RetentionDiskRatio <= 1):
+		return fmt.Errorf("config: --retention-disk-ratio %g must be above 0 and at most 1", c.RetentionDiskRatio)
+	case c.TransactionCheckMax < 1:
+		return fmt.Errorf("config: --transaction-check-max %d must be at least 1", c.TransactionCheckMax)
+	}
+	return nil
+}
+
+// validateMessageSize checks that every enabled front-end can carry a
+// message of --max-message-size.
+func (c *Config) validateMessageSize() error {
+	names := make([]string, 0, len(c.bodyLimits))
+	for name := range c.bodyLimits {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if _, on := c.Addr(name); !on {
+			continue
+		}
+		if limit := c.bodyLimits[name]; int64(c.MaxMessageSize) > limit {
+			return fmt.Errorf("config: --max-message-size %s is more than the %s front-end can carry (%s); lower it, or turn the front-end off with --%s-addr %s",
+				c.MaxMessageSize, name, ByteSize(limit), name, Off)
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,18 +62,28 @@ func TestByteSizeString(t *testing.T) {
 	}
 }
 
-var fronts = []frontend.Frontend{{Name: "remoting", DefaultAddr: ":10911"}}
+var fronts = []frontend.Frontend{
+	{Name: "remoting", DefaultAddr: ":10911", MaxMessageSize: 16 << 20},
+	{Name: "other", DefaultAddr: ":1"},
+}
 
 // load binds a config, parses args, then applies environ, as serve does.
 func load(t *testing.T, args, environ []string) (*Config, *pflag.FlagSet, error) {
+	c, fs, _, err := loadWarn(t, args, environ)
+	return c, fs, err
+}
+
+// loadWarn is load that also returns ApplyEnv's warnings.
+func loadWarn(t *testing.T, args, environ []string) (*Config, *pflag.FlagSet, []string, error) {
 	t.Helper()
 	var c Config
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	c.Bind(fs, fronts)
 	if err := fs.Parse(args); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return &c, fs, ApplyEnv(fs, environ)
+	warnings, err := ApplyEnv(fs, environ)
+	return &c, fs, warnings, err
 }
 
 func TestDefaults(t *testing.T) {
@@ -128,15 +139,38 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+// TestUnknownEnv checks that variables naming no flag are ignored with a
+// warning, with the nearest flag for a typo, and that Kubernetes service
+// links pass without one.
 func TestUnknownEnv(t *testing.T) {
-	_, _, err := load(t, nil, []string{"KARMAN_DATA=/x", "KARMAN_BOGUS=1", "KARMAN_HTTP_ADR=:1"})
-	if err == nil {
-		t.Fatal("unknown KARMAN_ variables accepted")
+	environ := []string{
+		"KARMAN_DATA=/x",
+		"KARMAN_HTTP_ADR=:1",
+		"KARMAN_SEGMENT_SIZ=64MiB",
+		"KARMAN_BIN=/usr/local/bin/karman",
+		"KARMAN_PORT=tcp://10.0.0.7:9876",
+		"KARMAN_PORT_9876_TCP=tcp://10.0.0.7:9876",
+		"KARMAN_PORT_9876_TCP_ADDR=10.0.0.7",
+		"KARMAN_PORT_9876_TCP_PORT=9876",
+		"KARMAN_PORT_9876_TCP_PROTO=tcp",
+		"KARMAN_SERVICE_HOST=10.0.0.7",
+		"KARMAN_SERVICE_PORT=9876",
+		"KARMAN_SERVICE_PORT_NAMESRV=9876",
 	}
-	for _, want := range []string{"KARMAN_BOGUS", "KARMAN_HTTP_ADR", "KARMAN_HTTP_ADDR"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %s", err, want)
-		}
+	c, _, warnings, err := loadWarn(t, nil, environ)
+	if err != nil {
+		t.Fatalf("unknown variables refused: %v", err)
+	}
+	if c.Data != "/x" {
+		t.Errorf("KARMAN_DATA not applied beside unknown variables: %q", c.Data)
+	}
+	want := []string{
+		"environment variable KARMAN_BIN names no flag and is ignored",
+		"environment variable KARMAN_HTTP_ADR names no flag and is ignored; did you mean KARMAN_HTTP_ADDR (--http-addr)?",
+		"environment variable KARMAN_SEGMENT_SIZ names no flag and is ignored; did you mean KARMAN_SEGMENT_SIZE (--segment-size)?",
+	}
+	if !slices.Equal(warnings, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warnings, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -158,16 +192,55 @@ func TestValidate(t *testing.T) {
 	}{
 		{[]string{"--http-addr", "8080"}, "http-addr"},
 		{[]string{"--data", ""}, "data"},
-		{[]string{"--segment-size", "1KiB"}, "segment size"},
-		{[]string{"--retention-disk-ratio", "2"}, "disk ratio"},
-		{[]string{"--shutdown-timeout", "0s"}, "shutdown-timeout"},
+		{[]string{"--segment-size", "1KiB"}, "--segment-size 1KiB must be a multiple of 4KiB between 64KiB and 4GiB"},
+		{[]string{"--segment-size", "0"}, "--segment-size 0 must be"},
+		{[]string{"--segment-size", "100GiB"}, "--segment-size 100GiB must be"},
+		{[]string{"--segment-size", "1000000"}, "--segment-size 1000000 must be a multiple of 4KiB"},
+		{[]string{"--max-message-size", "0"}, "--max-message-size 0 must be positive"},
+		{[]string{"--max-message-size", "4GiB", "--segment-size", "4GiB", "--remoting-addr", "off"}, "max message size"},
+		{[]string{"--default-queues", "0"}, "--default-queues 0 must be between 1 and"},
+		{[]string{"--default-queues", "100000"}, "--default-queues 100000 must be between 1 and"},
+		{[]string{"--retention-disk-ratio", "0"}, "--retention-disk-ratio 0 must be above 0 and at most 1"},
+		{[]string{"--retention-disk-ratio", "2"}, "--retention-disk-ratio 2 must be"},
+		{[]string{"--retention-disk-ratio", "NaN"}, "--retention-disk-ratio NaN must be"},
+		{[]string{"--shutdown-timeout", "0s"}, "--shutdown-timeout 0s must be positive"},
+		{[]string{"--flush-interval", "0s"}, "--flush-interval 0s must be positive"},
+		{[]string{"--retention-age", "0s"}, "--retention-age 0s must be positive"},
+		{[]string{"--retention-interval", "-1s"}, "--retention-interval -1s must be positive"},
+		{[]string{"--timer-horizon", "0s"}, "--timer-horizon"},
+		{[]string{"--transaction-timeout", "0s"}, "--transaction-timeout"},
+		{[]string{"--transaction-check-interval", "0s"}, "--transaction-check-interval"},
+		{[]string{"--transaction-check-max", "0"}, "--transaction-check-max 0 must be at least 1"},
+		{[]string{"--max-message-size", "20MiB"}, "--max-message-size 20MiB is more than the remoting front-end can carry (16MiB); lower it, or turn the front-end off with --remoting-addr off"},
 	} {
 		c, _, err := load(t, tc.args, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: Validate() = %v, want an error about %s", tc.args, err, tc.want)
+			t.Errorf("%v: Validate() = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestValidateMessageSizeLimit checks that a front-end's body limit binds
+// only while the front-end is enabled.
+func TestValidateMessageSizeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--max-message-size", "16MiB"}, true},
+		{[]string{"--max-message-size", "17MiB"}, false},
+		{[]string{"--max-message-size", "64MiB", "--remoting-addr", "off"}, true},
+		{[]string{"--max-message-size", "64MiB", "--remoting-addr", "OFF"}, true},
+	} {
+		c, _, err := load(t, tc.args, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%v: Validate() = %v, want ok %t", tc.args, err, tc.ok)
 		}
 	}
 }

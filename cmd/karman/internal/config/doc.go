@@ -4,8 +4,11 @@
 // environment variable named KARMAN_ plus the flag name in upper case with
 // dashes as underscores (--http-addr is KARMAN_HTTP_ADDR). A flag on the
 // command line wins over the environment, which wins over the default. An
-// environment variable with the KARMAN_ prefix that names no flag is an
-// error, so a typo never goes unnoticed.
+// environment variable with the KARMAN_ prefix that names no flag is
+// ignored with a warning naming the nearest flag (platforms set their own:
+// Kubernetes service links such as KARMAN_PORT pass without one). Validate
+// checks every value against its range, zero included, before serve binds
+// a port.
 //
 // A Config is filled by Bind and the flag parser, then by ApplyEnv; it is
 // not safe for concurrent modification, and serve only reads it.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -17,15 +18,24 @@ func EnvName(flag string) string {
 	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
+// serviceLink matches the variables Kubernetes sets in every pod of a
+// namespace holding a Service named "karman" (KARMAN_SERVICE_HOST,
+// KARMAN_PORT, KARMAN_PORT_9876_TCP_ADDR, ...).
+var serviceLink = regexp.MustCompile(`^` + EnvPrefix + `(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$`)
+
 // ApplyEnv sets every flag of fs that was not given on the command line
 // from its environment variable, if set. environ is in the form of
-// os.Environ. Variables with the KARMAN_ prefix that name no flag of fs are
-// an error naming all of them; so is a value the flag rejects.
-func ApplyEnv(fs *pflag.FlagSet, environ []string) error {
+// os.Environ. A value the flag rejects is an error.
+//
+// Variables with the KARMAN_ prefix that name no flag are ignored: the
+// platform or a wrapper script may have set them (Kubernetes service
+// links, KARMAN_VERSION). ApplyEnv returns one warning for each, naming
+// the nearest flag's variable when the name looks like a typo of it.
+// Kubernetes service links get no warning.
+func ApplyEnv(fs *pflag.FlagSet, environ []string) (warnings []string, err error) {
 	known := map[string]*pflag.Flag{}
 	fs.VisitAll(func(f *pflag.Flag) { known[EnvName(f.Name)] = f })
 
-	var unknown []string
 	for _, kv := range environ {
 		key, val, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(key, EnvPrefix) {
@@ -33,29 +43,65 @@ func ApplyEnv(fs *pflag.FlagSet, environ []string) error {
 		}
 		f, ok := known[key]
 		if !ok {
-			unknown = append(unknown, key)
+			if !serviceLink.MatchString(key) {
+				warnings = append(warnings, unknownEnvWarning(key, known))
+			}
 			continue
 		}
 		if f.Changed {
 			continue // the command line wins
 		}
 		if err := fs.Set(f.Name, val); err != nil {
-			return fmt.Errorf("config: invalid value %q for %s: %w", val, key, err)
+			return warnings, fmt.Errorf("config: invalid value %q for %s: %w", val, key, err)
 		}
 	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		names := make([]string, 0, len(known))
-		for k := range known {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		noun := "variable"
-		if len(unknown) > 1 {
-			noun = "variables"
-		}
-		return fmt.Errorf("config: unknown environment %s %s (known: %s)",
-			noun, strings.Join(unknown, ", "), strings.Join(names, ", "))
+	slices.Sort(warnings)
+	return warnings, nil
+}
+
+// unknownEnvWarning says that key names no flag and is ignored, with the
+// nearest known variable when it is close enough to be a typo.
+func unknownEnvWarning(key string, known map[string]*pflag.Flag) string {
+	msg := fmt.Sprintf("environment variable %s names no flag and is ignored", key)
+	if near := nearest(key, known); near != "" {
+		msg += fmt.Sprintf("; did you mean %s (--%s)?", near, known[near].Name)
 	}
-	return nil
+	return msg
+}
+
+// nearest returns the name in known closest to key by edit distance, if
+// the distance is small against the name's length, or "".
+func nearest(key string, known map[string]*pflag.Flag) string {
+	best, bestDist := "", 0
+	for name := range known {
+		d := editDistance(key[len(EnvPrefix):], name[len(EnvPrefix):])
+		if best == "" || d < bestDist || d == bestDist && name < best {
+			best, bestDist = name, d
+		}
+	}
+	if best == "" || bestDist > max(2, (len(best)-len(EnvPrefix))/4) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

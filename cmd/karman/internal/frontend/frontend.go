@@ -35,6 +35,11 @@ type Frontend struct {
 	// called once per command line and returns the value the flags fill,
 	// which reaches Start as Host.Config. Optional.
 	Flags func(fs *pflag.FlagSet) any
+	// MaxMessageSize is the largest message body, in bytes, that the
+	// front-end's protocol can carry (a remoting frame is at most 16 MiB
+	// with its header); serve refuses to start with --max-message-size
+	// above it while the front-end is enabled. Zero: no limit of its own.
+	MaxMessageSize int64
 	// ConfigureEngine, when set, may adjust the engine's options before
 	// the engine opens, knowing the front-end's bound address and its
 	// Config (a broker sets the store host its message ids carry).

@@ -17,6 +17,7 @@ import (
 	"github.com/karmanmq/karman/protocol/remoting/broker"
 	"github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/server"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 )
@@ -38,8 +39,13 @@ var Frontend = frontend.Frontend{
 	Usage:           "RocketMQ remoting broker listen address",
 	Start:           Start,
 	Flags:           BindFlags,
+	MaxMessageSize:  MaxMessageSize,
 	ConfigureEngine: ConfigureEngine,
 }
+
+// MaxMessageSize is the largest body a remoting frame carries: the frame
+// limit less room for the header, whose properties may take 32 KiB.
+const MaxMessageSize = wire.DefaultMaxFrameSize - 64<<10
 
 func init() { frontend.Register(Frontend) }
 
