@@ -303,6 +303,11 @@ func (s *Server) serve(ctx context.Context, c *Conn, req *wire.Command) *wire.Co
 		case <-ctx.Done():
 			l.queued.Add(-1)
 			return nil
+		case <-s.ctx.Done():
+			// The context of a oneway request outlives its connection,
+			// not the server.
+			l.queued.Add(-1)
+			return nil
 		}
 	}
 	defer func() { <-l.slots }()
