@@ -109,6 +109,11 @@ type Options struct {
 	// wire.DecodeOptions.DeferExtFields): read them with DecodeHeader, or
 	// call LoadExtFields before using ExtFields. Default false.
 	DeferExtFields bool
+	// Budget, when set, bounds the memory of the incoming frames this
+	// Peer holds, together with every other Peer sharing it: reading
+	// waits for room before a frame's memory is taken. Default nil: no
+	// bound beyond MaxFrameSize.
+	Budget *Budget
 	// TLS, when set, makes Dial use TLS with this configuration.
 	TLS *tls.Config
 	// Logger receives connection events (never one per request). Default:
@@ -143,6 +148,7 @@ type Peer struct {
 	addr   string
 	opts   Options
 	in     *wire.Reader  // used by the reading goroutine only
+	held   int           // budget taken for the frame just read; reading goroutine only
 	closed chan struct{} // closed when the connection is shut down
 
 	nextOpaque atomic.Int32
@@ -222,6 +228,15 @@ func New(conn net.Conn, opts Options) *Peer {
 		pending: make(map[int32]*call),
 	}
 	c.out.init()
+	if b := opts.Budget; b != nil {
+		c.in.SetReserve(func(n int) error {
+			if err := b.acquire(n, c.closed); err != nil {
+				return err
+			}
+			c.held = n
+			return nil
+		})
+	}
 	c.handlerCtx, c.cancelHandler = context.WithCancel(context.Background())
 	c.onewayCtx = context.WithoutCancel(c.handlerCtx)
 	c.loops.Add(2)
@@ -758,17 +773,21 @@ func (c *Peer) read(r *reader) bool {
 			c.flush()
 		}
 		cmd, err := c.in.ReadCommand()
+		held := c.held
+		c.held = 0
 		if err != nil {
+			c.release(held)
 			c.shutdown(c.readError(err))
 			return false
 		}
 		if cmd.IsResponse() {
 			c.deliver(cmd)
+			c.release(held)
 			continue
 		}
 		if !c.opts.Inline {
 			c.handlers.Add(1)
-			go c.serve(cmd)
+			go c.serve(cmd, held)
 			continue
 		}
 		ctx := r.ctx
@@ -779,9 +798,11 @@ func (c *Peer) read(r *reader) bool {
 		if r.reading {
 			c.respond(cmd, resp, false)
 			c.in.Recycle(cmd)
+			c.release(held)
 			continue
 		}
 		c.respond(cmd, resp, true)
+		c.release(held)
 		return true
 	}
 }
@@ -821,13 +842,21 @@ func (c *Peer) deliver(resp *wire.Command) {
 }
 
 // serve runs the handler for one request on a goroutine of its own.
-func (c *Peer) serve(req *wire.Command) {
+func (c *Peer) serve(req *wire.Command, held int) {
 	defer c.handlers.Done()
 	ctx := c.handlerCtx
 	if req.IsOneway() {
 		ctx = c.onewayCtx
 	}
 	c.respond(req, c.handle(ctx, req), true)
+	c.release(held)
+}
+
+// release gives the budget taken for a frame back.
+func (c *Peer) release(held int) {
+	if held != 0 {
+		c.opts.Budget.release(held)
+	}
 }
 
 // lendMin is the body size from which a response whose body can be

@@ -21,8 +21,17 @@ type Reader struct {
 	spare atomic.Pointer[[]byte] // a frame handed back by Recycle
 	// holder is an unused *[]byte for Recycle to hand a frame back in,
 	// so that recycling does not allocate one.
-	holder atomic.Pointer[[]byte]
+	holder  atomic.Pointer[[]byte]
+	reserve func(n int) error // see SetReserve
 }
+
+// SetReserve makes ReadFrame call reserve with the length of each frame
+// (the bytes after its length prefix) once the prefix is read and checked
+// and before the frame's memory is taken: reserve may wait (the stream is
+// then not read) or fail, and ReadFrame returns its error. Whoever
+// reserves gives the bytes back once done with the frame, or when
+// ReadFrame fails after reserve returned nil. Call it before reading.
+func (r *Reader) SetReserve(reserve func(n int) error) { r.reserve = reserve }
 
 // NewReader returns a Reader that buffers r and decodes with opts.
 func NewReader(r io.Reader, opts DecodeOptions) *Reader {
@@ -45,6 +54,11 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 	if limit := r.opts.maxFrameSize(); int(n) > limit {
 		return nil, &DecodeError{Kind: ErrFrameTooLarge, Part: "frame", Offset: 0,
 			Detail: "length prefix " + itoa(int(n)) + " exceeds the limit of " + itoa(limit)}
+	}
+	if r.reserve != nil {
+		if err := r.reserve(int(n)); err != nil {
+			return nil, err
+		}
 	}
 	var buf []byte
 	if sp := r.spare.Swap(nil); sp != nil && cap(*sp) >= int(n) {
