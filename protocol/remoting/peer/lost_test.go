@@ -3,8 +3,10 @@ package peer
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,5 +259,57 @@ func TestSendAfterWriteFailure(t *testing.T) {
 	case <-p.Done():
 		t.Fatal("a failed write shut the connection down while the other end still has it open")
 	default:
+	}
+}
+
+// TestFrameTooLargeAnswered: a request whose frame exceeds the limit is
+// answered MESSAGE_ILLEGAL, saying why, and then the connection is
+// closed; the sender reads the answer rather than meeting a reset.
+func TestFrameTooLargeAnswered(t *testing.T) {
+	const limit = 1 << 20
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan *Peer, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		served <- New(nc, Options{MaxFrameSize: limit, Inline: true, Handler: HandlerFunc(func(ctx context.Context, req *wire.Command) *wire.Command {
+			return wire.NewResponse(req, wire.Success, "")
+		})})
+	}()
+	c, err := Dial(context.Background(), ln.Addr().String(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-served
+	defer s.Close()
+
+	ctx := ctxTimeout(t, 10*time.Second)
+	if resp, err := c.Invoke(ctx, wire.NewRequest(wire.HeartBeat, nil)); err != nil || resp.ResponseCode() != wire.Success {
+		t.Fatalf("small request: %v %v", resp, err)
+	}
+	req := wire.NewRequest(wire.SendMessage, map[string]string{"topic": "T"})
+	req.Body = make([]byte, 2*limit)
+	resp, err := c.Invoke(ctx, req)
+	if err != nil {
+		t.Fatalf("oversized request: %v, want an answer", err)
+	}
+	if resp.ResponseCode() != wire.MessageIllegal || !strings.Contains(resp.Remark, "exceeds the limit") {
+		t.Fatalf("oversized request: %s %q", resp.ResponseCode(), resp.Remark)
+	}
+	t.Logf("answer: %s %q", resp.ResponseCode(), resp.Remark)
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection stayed open")
+	}
+	if !errors.Is(c.Err(), io.EOF) {
+		t.Fatalf("the client saw %v, want the end of the stream", c.Err())
 	}
 }
