@@ -817,19 +817,16 @@ const maxRefusedHeader = 64 << 10
 // refuse answers a request whose frame was too large (err) with
 // MESSAGE_ILLEGAL, when its header can be read, before the connection
 // is closed: the stream cannot be resynchronised without reading the
-// whole frame. Once the answer is written the connection is shut down
-// for writing and the rest of the frame is read and dropped (for at most
-// writeFailedGrace), so that the sender can finish writing and read the
-// answer instead of meeting a reset.
+// whole frame. Once the answer is written the rest of the frame is read
+// and dropped (for at most writeFailedGrace) before the connection
+// closes, so that the sender finishes writing and reads the answer
+// instead of meeting a reset.
 func (c *Peer) refuse(err error) {
 	req, rest, herr := c.in.ReadRefusedHead(maxRefusedHeader)
 	if herr != nil || req.IsResponse() || req.IsOneway() {
 		return
 	}
 	c.respond(req, wire.NewResponse(req, wire.MessageIllegal, err.Error()+"; closing the connection"), true)
-	if cw, ok := c.conn.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	}
 	_ = c.conn.SetReadDeadline(time.Now().Add(writeFailedGrace))
 	_, _ = c.in.Discard(rest)
 }

@@ -3,6 +3,8 @@
 package compat
 
 import (
+	"context"
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"testing"
@@ -98,4 +100,37 @@ func TestRestartedGroupDoesNotGoBack(t *testing.T) {
 		}
 	}
 	t.Logf("%d rounds of %d messages in %v", rounds, perRound, time.Since(start).Round(time.Millisecond))
+}
+
+// TestOversizedSend: a Go producer's send whose frame exceeds the 16 MiB
+// frame limit gets the broker's MESSAGE_ILLEGAL answer, saying why,
+// rather than a reset; the broker then closes that connection, and the
+// producer's sends go through again on a new one.
+func TestOversizedSend(t *testing.T) {
+	k := startKarman(t)
+	const topic = "Oversized"
+	k.createTopic(topic, 1)
+	p := k.producer(producer.WithRetry(0))
+	p.send(primitive.NewMessage(topic, []byte("small")))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body := make([]byte, wire.DefaultMaxFrameSize+1)
+	rand.Read(body) // the client compresses bodies, so they must not compress
+	_, err := p.p.SendSync(ctx, primitive.NewMessage(topic, body))
+	if err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
+		t.Fatalf("oversized send: %v, want the broker's answer", err)
+	}
+	t.Logf("the client sees: %v", err)
+	// The client may still write its next request to the connection the
+	// broker closed, and wait for it to time out; the one after goes on a
+	// new connection.
+	for attempt := 1; ; attempt++ {
+		res, err := p.p.SendSync(ctx, primitive.NewMessage(topic, []byte("small again")))
+		if err == nil && res.Status == primitive.SendOK {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("send after the oversized one: %v %v", res, err)
+		}
+	}
 }
