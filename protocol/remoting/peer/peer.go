@@ -811,8 +811,11 @@ func (c *Peer) read(r *reader) bool {
 }
 
 // maxRefusedHeader bounds the header read from a frame refused for its
-// size.
-const maxRefusedHeader = 64 << 10
+// size, and refusedHeadWait the wait for it.
+const (
+	maxRefusedHeader = 64 << 10
+	refusedHeadWait  = time.Second
+)
 
 // refuse answers a request whose frame was too large (err) with
 // MESSAGE_ILLEGAL, when its header can be read, before the connection
@@ -822,6 +825,8 @@ const maxRefusedHeader = 64 << 10
 // closes, so that the sender finishes writing and reads the answer
 // instead of meeting a reset.
 func (c *Peer) refuse(err error) {
+	// A sender of a mere length prefix is not waited for long.
+	_ = c.conn.SetReadDeadline(time.Now().Add(refusedHeadWait))
 	req, rest, herr := c.in.ReadRefusedHead(maxRefusedHeader)
 	if herr != nil || req.IsResponse() || req.IsOneway() {
 		return
