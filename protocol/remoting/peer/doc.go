@@ -36,9 +36,15 @@
 // when a handler detached before). Invoke never modifies the caller's
 // command and does not keep it after returning.
 //
-// The first read or write error closes the connection: every pending and
-// later call fails with ErrConnectionLost (wrapping the cause), and Done
-// is closed. Close fails pending calls with ErrClosed, cancels the context
-// passed to handlers, and waits for the reader, the writer and all
-// handlers to return.
+// The first read error closes the connection: every pending and later
+// call fails with ErrConnectionLost (wrapping the cause), and Done is
+// closed. A write error stops writing, and pending and later calls fail
+// at once, but reading goes on: what the other end sent before it went
+// away (say the oneway offset commits of a consumer shutting down) is
+// still read and handled, up to the end of the stream or for at most
+// 5 s, and only then is the connection shut down. Every request read is
+// handed to the handler; oneway requests get a context that the
+// connection's end does not cancel. Close fails pending calls with
+// ErrClosed, cancels the context passed to handlers, and waits for the
+// reader, the writer and all handlers to return.
 package peer

@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/karmanmq/karman/protocol/remoting/wire"
@@ -51,7 +52,10 @@ const (
 type Handler interface {
 	// HandleRequest returns the response to req, or nil to send none. The
 	// Peer sets the response's opaque and response flag, and drops it
-	// when req is oneway. ctx is cancelled when the Peer closes. With
+	// when req is oneway. ctx is cancelled when the Peer closes or the
+	// connection is lost, except for oneway requests: nobody waits for
+	// their answer, so they are carried out whatever becomes of the
+	// connection, and their handlers must not wait long. With
 	// Options.Inline, HandleRequest runs on the goroutine that reads the
 	// connection and must call Detach(ctx) before it waits for anything.
 	HandleRequest(ctx context.Context, req *wire.Command) *wire.Command
@@ -105,6 +109,11 @@ type Options struct {
 	// wire.DecodeOptions.DeferExtFields): read them with DecodeHeader, or
 	// call LoadExtFields before using ExtFields. Default false.
 	DeferExtFields bool
+	// Budget, when set, bounds the memory of the incoming frames this
+	// Peer holds, together with every other Peer sharing it: reading
+	// waits for room before a frame's memory is taken. Default nil: no
+	// bound beyond MaxFrameSize.
+	Budget *Budget
 	// TLS, when set, makes Dial use TLS with this configuration.
 	TLS *tls.Config
 	// Logger receives connection events (never one per request). Default:
@@ -139,6 +148,7 @@ type Peer struct {
 	addr   string
 	opts   Options
 	in     *wire.Reader  // used by the reading goroutine only
+	held   int           // budget taken for the frame just read; reading goroutine only
 	closed chan struct{} // closed when the connection is shut down
 
 	nextOpaque atomic.Int32
@@ -146,6 +156,7 @@ type Peer struct {
 	mu      sync.Mutex
 	pending map[int32]*call
 	err     error   // why the client stopped; set once, under mu
+	werr    error   // why writing failed, while reading goes on; set once, under mu
 	spare   *reader // a goroutine that stopped reading and may read again
 	async   int     // InvokeAsync calls pending
 	sweep   bool    // the sweeper of InvokeAsync calls runs
@@ -154,8 +165,9 @@ type Peer struct {
 
 	handlerCtx    context.Context
 	cancelHandler context.CancelFunc
-	handlers      sync.WaitGroup // handlers on goroutines of their own
-	loops         sync.WaitGroup // the writer and every reading goroutine
+	onewayCtx     context.Context // handlerCtx without its cancellation
+	handlers      sync.WaitGroup  // handlers on goroutines of their own
+	loops         sync.WaitGroup  // the writer and every reading goroutine
 }
 
 type call struct {
@@ -216,7 +228,17 @@ func New(conn net.Conn, opts Options) *Peer {
 		pending: make(map[int32]*call),
 	}
 	c.out.init()
+	if b := opts.Budget; b != nil {
+		c.in.SetReserve(func(n int) error {
+			if err := b.acquire(n, c.closed); err != nil {
+				return err
+			}
+			c.held = n
+			return nil
+		})
+	}
 	c.handlerCtx, c.cancelHandler = context.WithCancel(context.Background())
+	c.onewayCtx = context.WithoutCancel(c.handlerCtx)
 	c.loops.Add(2)
 	go c.writeLoop()
 	go c.readLoop(c.newReader())
@@ -260,8 +282,11 @@ func (c *Peer) shutdown(reason error) {
 		// The other end closing the connection is ordinary; anything else
 		// is worth a warning.
 		level := slog.LevelWarn
-		if errors.Is(reason, io.EOF) || errors.Is(reason, net.ErrClosed) {
+		switch {
+		case errors.Is(reason, io.EOF) || errors.Is(reason, net.ErrClosed):
 			level = slog.LevelDebug
+		case errors.Is(reason, syscall.EPIPE) || errors.Is(reason, syscall.ECONNRESET):
+			level = slog.LevelInfo
 		}
 		reason = fmt.Errorf("%w: %w", ErrConnectionLost, reason)
 		c.opts.Logger.Log(context.Background(), level, "remoting connection lost", "addr", c.addr, "err", reason)
@@ -275,14 +300,7 @@ func (c *Peer) shutdown(reason error) {
 	c.cancelHandler()
 	_ = c.conn.Close()
 	c.out.discard()
-	for opaque, cl := range pending {
-		if cl.cb != nil {
-			c.complete(cl, nil, c.asyncError(cl.code, opaque, reason))
-			continue
-		}
-		cl.err = reason
-		cl.done <- struct{}{}
-	}
+	c.fail(pending, reason)
 }
 
 // register assigns an opaque and records a pending call.
@@ -290,8 +308,7 @@ func (c *Peer) register() (int32, *call, error) {
 	cl := callPool.Get().(*call)
 	opaque := c.nextOpaque.Add(1)
 	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
+	if err := c.stoppedLocked(); err != nil {
 		c.mu.Unlock()
 		callPool.Put(cl)
 		return 0, nil, err
@@ -299,6 +316,25 @@ func (c *Peer) register() (int32, *call, error) {
 	c.pending[opaque] = cl
 	c.mu.Unlock()
 	return opaque, cl, nil
+}
+
+// stoppedLocked returns why nothing more can be sent: the connection
+// was shut down, or writing to it failed. c.mu is held.
+func (c *Peer) stoppedLocked() error {
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.werr != nil:
+		return fmt.Errorf("%w: %w", ErrConnectionLost, c.werr)
+	}
+	return nil
+}
+
+// stopped is stoppedLocked for callers that do not hold c.mu.
+func (c *Peer) stopped() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stoppedLocked()
 }
 
 // unregister removes a pending call; it reports false when the reader or
@@ -344,7 +380,7 @@ func (c *Peer) enqueue(ctx context.Context, buf *[]byte, timeout <-chan time.Tim
 		queued, err := c.out.put(buf, c.opts.QueueLength)
 		if err != nil {
 			putBuf(buf)
-			return c.Err()
+			return c.stopped()
 		}
 		if queued {
 			c.out.kickWriter()
@@ -354,7 +390,7 @@ func (c *Peer) enqueue(ctx context.Context, buf *[]byte, timeout <-chan time.Tim
 		case <-c.out.space:
 		case <-c.closed:
 			putBuf(buf)
-			return c.Err()
+			return c.stopped()
 		case <-ctx.Done():
 			putBuf(buf)
 			return ctx.Err()
@@ -450,8 +486,7 @@ func (c *Peer) InvokeAsync(ctx context.Context, cmd *wire.Command, done func(*wi
 	}
 	opaque := c.nextOpaque.Add(1)
 	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
+	if err := c.stoppedLocked(); err != nil {
 		c.mu.Unlock()
 		recycle(cl)
 		return c.requestError(cmd, 0, err)
@@ -538,7 +573,7 @@ func (c *Peer) sweepLoop() {
 // it is queued for writing; no response is expected. A connection failure
 // after that point loses the request silently.
 func (c *Peer) InvokeOneway(ctx context.Context, cmd *wire.Command) error {
-	if err := c.Err(); err != nil {
+	if err := c.stopped(); err != nil {
 		return c.requestError(cmd, 0, err)
 	}
 	opaque := c.nextOpaque.Add(1)
@@ -595,14 +630,54 @@ func (c *Peer) writeLoop() {
 }
 
 // flush writes every queued frame unless another goroutine is already
-// doing so (it then writes these too). It reports false once the
-// connection has failed.
+// doing so (it then writes these too). It reports false once writing has
+// failed.
 func (c *Peer) flush() bool {
 	if err := c.out.flush(c.conn); err != nil {
-		c.shutdown(fmt.Errorf("write: %w", err))
+		c.writeFailed(err)
 		return false
 	}
 	return true
+}
+
+// writeFailedGrace bounds how long the connection is still read once
+// writing to it has failed.
+const writeFailedGrace = 5 * time.Second
+
+// writeFailed stops writing after a failed write but leaves the
+// connection to the reading goroutine: the other end may have closed it
+// right after sending requests, and what it sent (oneway offset commits
+// before a consumer shuts down, say) is still in the socket and must be
+// handled. Reading ends at the end of the stream, or writeFailedGrace from
+// now, and only then is the connection shut down. Pending and later calls
+// fail at once.
+func (c *Peer) writeFailed(err error) {
+	c.mu.Lock()
+	if c.err != nil || c.werr != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.werr = fmt.Errorf("write: %w", err)
+	reason := fmt.Errorf("%w: %w", ErrConnectionLost, c.werr)
+	pending := c.pending
+	c.pending = map[int32]*call{}
+	c.async = 0
+	c.mu.Unlock()
+	c.out.discard()
+	_ = c.conn.SetReadDeadline(time.Now().Add(writeFailedGrace))
+	c.fail(pending, reason)
+}
+
+// fail ends the calls of pending with err.
+func (c *Peer) fail(pending map[int32]*call, err error) {
+	for opaque, cl := range pending {
+		if cl.cb != nil {
+			c.complete(cl, nil, c.asyncError(cl.code, opaque, err))
+			continue
+		}
+		cl.err = err
+		cl.done <- struct{}{}
+	}
 }
 
 // reader is the state of a goroutine that reads the connection. With
@@ -613,6 +688,7 @@ func (c *Peer) flush() bool {
 type reader struct {
 	p       *Peer
 	ctx     context.Context // the handlers' context, carrying this reader
+	oneway  context.Context // ctx without its cancellation, for oneway requests
 	reading bool            // this goroutine holds the read side
 	wake    chan struct{}   // a token makes a spare the reader
 }
@@ -622,6 +698,7 @@ type readerKey struct{}
 func (c *Peer) newReader() *reader {
 	r := &reader{p: c, wake: make(chan struct{}, 1)}
 	r.ctx = context.WithValue(c.handlerCtx, readerKey{}, r)
+	r.oneway = context.WithoutCancel(r.ctx)
 	return r
 }
 
@@ -688,34 +765,87 @@ func (c *Peer) park(r *reader) bool {
 func (c *Peer) read(r *reader) bool {
 	r.reading = true
 	for {
-		if c.opts.Inline && c.in.Buffered() == 0 && !c.flush() {
+		if c.opts.Inline && c.in.Buffered() == 0 {
 			// Responses of inline handlers wait until nothing more is
-			// buffered, so that one write carries all of them.
-			return false
+			// buffered, so that one write carries all of them. A failed
+			// write does not stop reading: what the other end sent is
+			// handled all the same.
+			c.flush()
 		}
 		cmd, err := c.in.ReadCommand()
+		held := c.held
+		c.held = 0
 		if err != nil {
-			c.shutdown(fmt.Errorf("read: %w", err))
+			c.release(held)
+			if errors.Is(err, wire.ErrFrameTooLarge) {
+				c.refuse(err)
+			}
+			c.shutdown(c.readError(err))
 			return false
 		}
 		if cmd.IsResponse() {
 			c.deliver(cmd)
+			c.release(held)
 			continue
 		}
 		if !c.opts.Inline {
 			c.handlers.Add(1)
-			go c.serve(cmd)
+			go c.serve(cmd, held)
 			continue
 		}
-		resp := c.handle(r.ctx, cmd)
+		ctx := r.ctx
+		if cmd.IsOneway() {
+			ctx = r.oneway
+		}
+		resp := c.handle(ctx, cmd)
 		if r.reading {
 			c.respond(cmd, resp, false)
 			c.in.Recycle(cmd)
+			c.release(held)
 			continue
 		}
 		c.respond(cmd, resp, true)
+		c.release(held)
 		return true
 	}
+}
+
+// maxRefusedHeader bounds the header read from a frame refused for its
+// size, and refusedHeadWait the wait for it.
+const (
+	maxRefusedHeader = 64 << 10
+	refusedHeadWait  = time.Second
+)
+
+// refuse answers a request whose frame was too large (err) with
+// MESSAGE_ILLEGAL, when its header can be read, before the connection
+// is closed: the stream cannot be resynchronised without reading the
+// whole frame. Once the answer is written the rest of the frame is read
+// and dropped (for at most writeFailedGrace) before the connection
+// closes, so that the sender finishes writing and reads the answer
+// instead of meeting a reset.
+func (c *Peer) refuse(err error) {
+	// A sender of a mere length prefix is not waited for long.
+	_ = c.conn.SetReadDeadline(time.Now().Add(refusedHeadWait))
+	req, rest, herr := c.in.ReadRefusedHead(maxRefusedHeader)
+	if herr != nil || req.IsResponse() || req.IsOneway() {
+		return
+	}
+	c.respond(req, wire.NewResponse(req, wire.MessageIllegal, err.Error()+"; closing the connection"), true)
+	_ = c.conn.SetReadDeadline(time.Now().Add(writeFailedGrace))
+	_, _ = c.in.Discard(rest)
+}
+
+// readError is why the connection is shut down once reading failed with
+// err: a write failure before it comes first.
+func (c *Peer) readError(err error) error {
+	c.mu.Lock()
+	werr := c.werr
+	c.mu.Unlock()
+	if werr != nil {
+		return fmt.Errorf("%w; then read: %w", werr, err)
+	}
+	return fmt.Errorf("read: %w", err)
 }
 
 // deliver completes the call waiting for resp. Responses nobody waits for
@@ -741,9 +871,21 @@ func (c *Peer) deliver(resp *wire.Command) {
 }
 
 // serve runs the handler for one request on a goroutine of its own.
-func (c *Peer) serve(req *wire.Command) {
+func (c *Peer) serve(req *wire.Command, held int) {
 	defer c.handlers.Done()
-	c.respond(req, c.handle(c.handlerCtx, req), true)
+	ctx := c.handlerCtx
+	if req.IsOneway() {
+		ctx = c.onewayCtx
+	}
+	c.respond(req, c.handle(ctx, req), true)
+	c.release(held)
+}
+
+// release gives the budget taken for a frame back.
+func (c *Peer) release(held int) {
+	if held != 0 {
+		c.opts.Budget.release(held)
+	}
 }
 
 // lendMin is the body size from which a response whose body can be

@@ -14,6 +14,11 @@
 // get REQUEST_CODE_NOT_SUPPORTED, a panicking handler SYSTEM_ERROR, and the
 // connection keeps serving.
 //
+// Options.MaxInflightBytes bounds the memory of the requests read and not
+// yet handled across all connections (a peer.Budget shared by every
+// Conn): a connection that finds it spent is read no further until there
+// is room, so TCP slows its client down.
+//
 // Handlers can reach the client through the Conn they are given (for
 // server-initiated requests such as CHECK_TRANSACTION_STATE). A connection
 // that sends nothing for Options.IdleTimeout is closed (within an eighth

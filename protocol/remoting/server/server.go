@@ -103,6 +103,17 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxFrameSize bounds incoming frames. Default wire.DefaultMaxFrameSize.
 	MaxFrameSize int
+	// MaxInflightBytes bounds the memory of the requests read and not yet
+	// handled, across all connections: a frame takes its length from this
+	// budget once its length prefix is read, before its memory is
+	// allocated, and gives it back once its request is handled. A
+	// connection that finds the budget spent is not read until there is
+	// room again (TCP slows the client down); it is closed only when it
+	// has sent no whole request for IdleTimeout. Frames above
+	// peer.SmallFrame leave an eighth of the budget to smaller ones. At
+	// least MaxFrameSize (a smaller value is raised to it). Default
+	// DefaultMaxInflightBytes (256 MiB); negative means no bound.
+	MaxInflightBytes int64
 	// Workers bounds the requests of each kind served at once. Defaults:
 	// send 256, pull 65536, consume 256, namesrv 64, default 64.
 	Workers map[Kind]int
@@ -116,6 +127,9 @@ type Options struct {
 	OnClose func(*Conn)
 }
 
+// DefaultMaxInflightBytes is the default of Options.MaxInflightBytes.
+const DefaultMaxInflightBytes = 256 << 20
+
 var defaultWorkers = [numKinds]int{KindDefault: 64, KindSend: 256, KindPull: 65536, KindConsume: 256, KindNamesrv: 64}
 
 func (o *Options) ensureDefaults() {
@@ -127,6 +141,12 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.MaxQueued == 0 {
 		o.MaxQueued = 10000
+	}
+	if o.MaxFrameSize <= 0 {
+		o.MaxFrameSize = wire.DefaultMaxFrameSize
+	}
+	if o.MaxInflightBytes == 0 {
+		o.MaxInflightBytes = DefaultMaxInflightBytes
 	}
 }
 
@@ -141,6 +161,7 @@ type Server struct {
 	mux    *Mux
 	opts   Options
 	limits [numKinds]*limit
+	budget *peer.Budget // nil without a bound
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -167,9 +188,16 @@ func New(mux *Mux, opts Options) *Server {
 		}
 		s.limits[k] = &limit{slots: make(chan struct{}, n)}
 	}
+	if opts.MaxInflightBytes > 0 {
+		s.budget = peer.NewBudget(opts.MaxInflightBytes, opts.MaxFrameSize)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
+
+// Budget returns the budget of requests in flight (Options.MaxInflightBytes),
+// or nil when there is no bound.
+func (s *Server) Budget() *peer.Budget { return s.budget }
 
 // Serve accepts connections on ln until Shutdown. It always returns a
 // non-nil error: ErrServerClosed after Shutdown.
@@ -230,7 +258,7 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	s.wg.Add(1)
-	c.p = peer.New(nc, peer.Options{Handler: c, Inline: true, DeferExtFields: true, MaxFrameSize: s.opts.MaxFrameSize, Logger: s.opts.Logger, RequestTimeout: 3 * time.Second})
+	c.p = peer.New(nc, peer.Options{Handler: c, Inline: true, DeferExtFields: true, MaxFrameSize: s.opts.MaxFrameSize, Budget: s.budget, Logger: s.opts.Logger, RequestTimeout: 3 * time.Second})
 	close(c.ready)
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
@@ -301,6 +329,11 @@ func (s *Server) serve(ctx context.Context, c *Conn, req *wire.Command) *wire.Co
 		case l.slots <- struct{}{}:
 			l.queued.Add(-1)
 		case <-ctx.Done():
+			l.queued.Add(-1)
+			return nil
+		case <-s.ctx.Done():
+			// The context of a oneway request outlives its connection,
+			// not the server.
 			l.queued.Add(-1)
 			return nil
 		}

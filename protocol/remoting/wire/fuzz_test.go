@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -197,6 +198,37 @@ func FuzzDecodeHeartbeat(f *testing.F) {
 		}
 		if enc2, _ := EncodeJSONBody(again); !bytes.Equal(enc, enc2) {
 			t.Fatalf("round trip changed the heartbeat:\n%s\n%s", enc, enc2)
+		}
+	})
+}
+
+// FuzzReadRefusedHead feeds an arbitrary stream to a Reader with a small
+// frame limit; whenever a frame is refused for its size, its header is
+// read. Neither may panic, errors must be typed or I/O errors, and the
+// bytes left can never exceed the stream that declared them.
+func FuzzReadRefusedHead(f *testing.F) {
+	const limit = 64
+	big := rawFrame(JSON, exampleHeader, string(make([]byte, 2*limit)))
+	f.Add(append(binary.BigEndian.AppendUint32(nil, uint32(len(big))), big...))
+	bin := rawFrame(RocketMQ, "", "")
+	f.Add(binary.BigEndian.AppendUint32(nil, 1<<30))
+	f.Add(append(binary.BigEndian.AppendUint32(nil, limit+1), bin...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := NewReader(bytes.NewReader(data), DecodeOptions{MaxFrameSize: limit})
+		_, err := r.ReadFrame()
+		if !errors.Is(err, ErrFrameTooLarge) {
+			return
+		}
+		declared := int(binary.BigEndian.Uint32(data))
+		c, rest, err := r.ReadRefusedHead(1024)
+		if err != nil {
+			if !isWireError(err) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("untyped error %T: %v", err, err)
+			}
+			return
+		}
+		if c == nil || rest < 0 || rest > declared {
+			t.Fatalf("command %v, %d bytes left of %d", c, rest, declared)
 		}
 	})
 }

@@ -21,8 +21,18 @@ type Reader struct {
 	spare atomic.Pointer[[]byte] // a frame handed back by Recycle
 	// holder is an unused *[]byte for Recycle to hand a frame back in,
 	// so that recycling does not allocate one.
-	holder atomic.Pointer[[]byte]
+	holder  atomic.Pointer[[]byte]
+	reserve func(n int) error // see SetReserve
+	refused int               // length of the frame ReadFrame last refused as too large
 }
+
+// SetReserve makes ReadFrame call reserve with the length of each frame
+// (the bytes after its length prefix) once the prefix is read and checked
+// and before the frame's memory is taken: reserve may wait (the stream is
+// then not read) or fail, and ReadFrame returns its error. Whoever
+// reserves gives the bytes back once done with the frame, or when
+// ReadFrame fails after reserve returned nil. Call it before reading.
+func (r *Reader) SetReserve(reserve func(n int) error) { r.reserve = reserve }
 
 // NewReader returns a Reader that buffers r and decodes with opts.
 func NewReader(r io.Reader, opts DecodeOptions) *Reader {
@@ -43,8 +53,14 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 		return nil, malformed("frame", 0, "length prefix %d is below the minimum of 4", n)
 	}
 	if limit := r.opts.maxFrameSize(); int(n) > limit {
+		r.refused = int(n)
 		return nil, &DecodeError{Kind: ErrFrameTooLarge, Part: "frame", Offset: 0,
 			Detail: "length prefix " + itoa(int(n)) + " exceeds the limit of " + itoa(limit)}
+	}
+	if r.reserve != nil {
+		if err := r.reserve(int(n)); err != nil {
+			return nil, err
+		}
 	}
 	var buf []byte
 	if sp := r.spare.Swap(nil); sp != nil && cap(*sp) >= int(n) {
@@ -62,6 +78,39 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// ReadRefusedHead reads the header of the frame that ReadFrame has just
+// refused with ErrFrameTooLarge, when the header takes at most maxHeader
+// bytes, and returns it decoded, without its body, together with the
+// number of the frame's bytes left unread. Whoever answers the command
+// should then close the connection: its body is not read, and skipping
+// it would cost as much as reading it.
+func (r *Reader) ReadRefusedHead(maxHeader int) (*Command, int, error) {
+	n := r.refused
+	r.refused = 0
+	if n < 4 {
+		return nil, 0, malformed("frame", 0, "no frame was refused for its size")
+	}
+	var word [4]byte
+	if _, err := io.ReadFull(r.r, word[:]); err != nil {
+		return nil, 0, err
+	}
+	hlen := int(binary.BigEndian.Uint32(word[:]) & 0xFFFFFF)
+	if hlen > maxHeader || hlen > n-4 {
+		return nil, n - 4, malformed("frame", 4, "header length %d exceeds %d", hlen, min(maxHeader, n-4))
+	}
+	frame := make([]byte, 4+hlen)
+	copy(frame, word[:])
+	if _, err := io.ReadFull(r.r, frame[4:]); err != nil {
+		return nil, 0, err
+	}
+	c, err := r.opts.Decode(frame)
+	return c, n - 4 - hlen, err
+}
+
+// Discard reads and drops up to n bytes of the stream, and returns how
+// many it dropped.
+func (r *Reader) Discard(n int) (int, error) { return r.r.Discard(n) }
 
 // Buffered returns how many bytes have been read from the stream but not
 // yet returned: zero means the next read waits for the stream.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/karmanmq/karman/cmd/karman/internal/config"
 	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
 	namesrvfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv"
 	"github.com/karmanmq/karman/engine"
@@ -59,6 +60,10 @@ type Config struct {
 	NameServers []string
 	BrokerName  string
 	ClusterName string
+	// MaxInflightBytes bounds the memory of the requests read and not yet
+	// handled, across all connections (server.Options.MaxInflightBytes);
+	// zero means server.DefaultMaxInflightBytes.
+	MaxInflightBytes config.ByteSize
 }
 
 // BindFlags adds the broker's flags to fs and returns the Config they
@@ -69,6 +74,10 @@ func BindFlags(fs *pflag.FlagSet) any {
 	fs.Var(listValue{&c.NameServers}, Name+"-namesrv", "name servers to register with, ip:port separated by commas (default: the name server of this process)")
 	fs.StringVar(&c.BrokerName, Name+"-name", broker.DefaultBrokerName, "broker name")
 	fs.StringVar(&c.ClusterName, Name+"-cluster", broker.DefaultClusterName, "cluster name")
+	c.MaxInflightBytes = server.DefaultMaxInflightBytes
+	fs.Var(&c.MaxInflightBytes, Name+"-max-inflight-bytes",
+		"memory for requests read and not yet handled, across all connections; a client finding it spent is read no further until there is room (at least "+
+			config.ByteSize(wire.DefaultMaxFrameSize).String()+", the largest frame)")
 	return c
 }
 
@@ -102,6 +111,9 @@ func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) err
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MaxInflightBytes != 0 && cfg.MaxInflightBytes < wire.DefaultMaxFrameSize {
+		return nil, fmt.Errorf("broker: --%s-max-inflight-bytes %s is below the largest frame, %s", Name, cfg.MaxInflightBytes, config.ByteSize(wire.DefaultMaxFrameSize))
+	}
 	nameServers := cfg.NameServers
 	if len(nameServers) == 0 {
 		if a, ok := h.Addrs[namesrvfe.Name]; ok {
@@ -119,7 +131,8 @@ func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) err
 	})
 	mux := server.NewMux()
 	b.Register(mux)
-	srv := server.New(mux, server.Options{Logger: h.Logger, Busy: b.Busy, OnClose: b.OnClose})
+	srv := server.New(mux, server.Options{Logger: h.Logger, Busy: b.Busy, OnClose: b.OnClose,
+		MaxInflightBytes: int64(cfg.MaxInflightBytes)})
 	if err := b.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,11 @@
 //	                         same process, when it runs
 //	--broker-name            broker name ("broker-a")
 //	--broker-cluster         cluster name ("DefaultCluster")
+//	--broker-max-inflight-bytes
+//	                         memory for requests read and not yet handled, across
+//	                         all connections ("256MiB", at least the 16 MiB frame
+//	                         limit); a client that finds it spent is read no
+//	                         further until there is room
 //
 // The advertised address is also the store host the engine writes into
 // stored messages and offset message ids.
