@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 )
 
 // PrefixEnd returns the smallest key greater than every key that starts
@@ -21,9 +22,17 @@ func PrefixEnd(p []byte) []byte {
 }
 
 // Logger adapts slog to pebble's logger: informational lines become debug
-// records, errors stay errors, and a fatal error panics (pebble requires
-// Fatalf not to return).
+// records, errors stay errors. Pebble calls Fatalf when it cannot go on
+// (a commit after its log failed to write, a broken invariant) and
+// requires it not to return: Fatalf logs the error and panics with a
+// *FatalError, which the stores' methods recover with Recover and turn
+// into an error, so that a request fails instead of the process.
 type Logger struct{ L *slog.Logger }
+
+// FatalError is the panic value of Logger.Fatalf.
+type FatalError struct{ Msg string }
+
+func (e *FatalError) Error() string { return e.Msg }
 
 // Infof logs at debug level.
 func (l Logger) Infof(format string, args ...any) {
@@ -39,7 +48,28 @@ func (l Logger) Errorf(format string, args ...any) {
 	}
 }
 
-// Fatalf panics with the message.
+// Fatalf logs at error level and panics with a *FatalError.
 func (l Logger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if !strings.HasPrefix(msg, "pebble: ") {
+		msg = "pebble: " + msg
+	}
+	if l.L != nil {
+		l.L.Error(msg)
+	}
+	panic(&FatalError{Msg: msg})
+}
+
+// Recover, deferred, turns a panic of Logger.Fatalf into *errp; any other
+// panic goes on.
+func Recover(errp *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	fe, ok := r.(*FatalError)
+	if !ok {
+		panic(r)
+	}
+	*errp = fe
 }

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -76,14 +77,31 @@ func TestLogger(t *testing.T) {
 		}
 	}
 
-	// A nil slog logger discards, and Fatalf panics either way.
+	// A nil slog logger discards, and Fatalf panics either way, with a
+	// *FatalError that Recover turns into an error.
 	Logger{}.Infof("x")
 	Logger{}.Errorf("x")
+	err := func() (err error) {
+		defer Recover(&err)
+		l.Fatalf("bad %d", 7)
+		return nil
+	}()
+	var fe *FatalError
+	if !errors.As(err, &fe) || err.Error() != "pebble: bad 7" {
+		t.Fatalf("Fatalf recovered as %v, want a *FatalError %q", err, "pebble: bad 7")
+	}
+	if !strings.Contains(buf.String(), "level=ERROR msg=\"pebble: bad 7\"") {
+		t.Errorf("Fatalf did not log at error level: %q", buf.String())
+	}
+	// Recover lets other panics go on.
 	defer func() {
-		r := recover()
-		if s, _ := r.(string); s != "pebble: bad 7" {
-			t.Fatalf("Fatalf panicked with %v, want %q", r, "pebble: bad 7")
+		if r := recover(); r != "other" {
+			t.Fatalf("recovered %v, want the other panic", r)
 		}
 	}()
-	Logger{}.Fatalf("bad %d", 7)
+	func() {
+		var err error
+		defer Recover(&err)
+		panic("other")
+	}()
 }
