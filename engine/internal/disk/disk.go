@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -19,6 +20,9 @@ var (
 	ErrFailed = errors.New("disk failed")
 	// ErrClosed: a wait for space ended because the monitor closed.
 	ErrClosed = errors.New("disk: monitor closed")
+	// ErrNotStarted: nothing would end a wait for space, the monitor is
+	// not started (while the stores open).
+	ErrNotStarted = errors.New("disk: monitor not started")
 )
 
 // State is how writable the disk is, from best to worst.
@@ -114,6 +118,8 @@ type Monitor struct {
 	changed chan struct{} // closed at the next change of state
 	noSpace chan struct{} // closed while the state is NoSpace or Failed
 
+	started atomic.Bool
+
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -147,6 +153,7 @@ func New(dir string, o Options) *Monitor {
 
 // Start runs the periodic checks until Close.
 func (m *Monitor) Start() {
+	m.started.Store(true)
 	go m.loop()
 }
 
@@ -299,9 +306,12 @@ func (m *Monitor) Refuse(worst State) error {
 
 // WaitSpace returns once the state is better than NoSpace: nil, or the
 // error that failed the disk, or ErrClosed when the monitor closes
-// first.
+// first, or ErrNotStarted at once before Start.
 func (m *Monitor) WaitSpace() error {
 	for {
+		if !m.started.Load() {
+			return ErrNotStarted
+		}
 		m.mu.Lock()
 		s, ch, failure := m.st.State, m.changed, m.failure
 		m.mu.Unlock()
@@ -331,18 +341,4 @@ func Bytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
-}
-
-// HoldIfFailed returns at once, nil, unless the disk failed; then it
-// waits until Close and returns the failure. Background work that would
-// retry a failed write in a tight loop calls it first.
-func (m *Monitor) HoldIfFailed() error {
-	m.mu.Lock()
-	s, failure := m.st.State, m.failure
-	m.mu.Unlock()
-	if s != Failed {
-		return nil
-	}
-	<-m.stop
-	return fmt.Errorf("%w: %w", ErrFailed, failure)
 }

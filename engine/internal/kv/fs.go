@@ -1,48 +1,69 @@
 package kv
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/karmanmq/karman/engine/internal/disk"
 )
 
-// DiskFS wraps a pebble file system so that a full disk pauses pebble
-// instead of breaking it. Pebble treats a failed write to its log as
-// fatal (the commit pipeline cannot go on after it) and retries a failed
-// flush or compaction at once, for ever. DiskFS therefore keeps "no
-// space" from pebble: a write, preallocation, file creation, rename or
-// link that fails with ENOSPC or EDQUOT is reported to space, waits for
-// space to return, and is tried again (a write from where it stopped).
-// Callers must refuse new writes while the disk is full, so that nobody
-// waits behind the paused write; only what was in flight when the disk
-// filled waits.
+// DiskFS wraps a pebble file system so that a full or failing disk
+// pauses pebble instead of breaking it. Pebble cannot go on after a
+// failed write or sync of its log: the commit that finds the error calls
+// Fatalf, and a later rotation of the log panics. It also retries a
+// failed flush or compaction at once, for ever. So DiskFS keeps errors of
+// writes and syncs from pebble:
 //
-// EIO is different: Linux drops the dirty pages of a failed write-back,
-// so a retried sync would report success for data that is gone. DiskFS
-// reports it as a failure and hands it to pebble. Once the disk failed,
-// the creation of a new file (what a retried flush or compaction does
-// first) waits until space gives up, so that pebble does not retry in a
-// tight loop.
+//   - A write, preallocation, file creation, rename or link that fails
+//     with ENOSPC or EDQUOT is reported to the monitor, waits for space to
+//     return, and is tried again (a write from where it stopped).
+//   - Any other error of a write or a sync (EIO above all: Linux drops the
+//     dirty pages of a failed write-back, so a retried sync would report
+//     success for data that is gone) is reported as a failure, and the
+//     call never returns. So does the creation of a file once the disk
+//     failed (what a retried flush or compaction does first).
 //
-// When space gives up waiting (the monitor closed), the original error
-// is returned.
-func DiskFS(fs vfs.FS, space *disk.Monitor) vfs.FS {
+// Callers must refuse new writes while the disk is out of space or
+// failed, and must not wait for a write that may be paused (see
+// meta.Store). Once the monitor closes, a paused call stays paused: the
+// database must then be left unclosed (Stuck says so), since closing it
+// would wait for the paused call.
+type DiskFS struct {
+	vfs.FS
+	space   *disk.Monitor
+	stuck   atomic.Bool
+	waiting atomic.Int64 // calls waiting for space
+}
+
+// NewDiskFS wraps fs (nil: the operating system's) for the disk that
+// space watches.
+func NewDiskFS(fs vfs.FS, space *disk.Monitor) *DiskFS {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	return &diskFS{FS: fs, space: space}
+	return &DiskFS{FS: fs, space: space}
 }
 
-type diskFS struct {
-	vfs.FS
-	space *disk.Monitor
+// Stuck reports whether a call is paused: waiting for space, or for good
+// (it failed, or waited for space until the monitor closed).
+func (fs *DiskFS) Stuck() bool { return fs.stuck.Load() || fs.waiting.Load() > 0 }
+
+// park reports err as a failure of the disk and never returns.
+func (fs *DiskFS) park(err error) {
+	fs.space.ReportFailure(err)
+	fs.stuck.Store(true)
+	select {}
 }
 
 // retry runs op until it does not fail for want of space, waiting for
-// space between tries.
-func (fs *diskFS) retry(op func() error) error {
+// space between tries. Other errors are returned when fail is false and
+// park the call when it is true.
+func (fs *DiskFS) retry(fail bool, op func() error) error {
 	for {
 		err := op()
 		switch {
@@ -50,28 +71,34 @@ func (fs *diskFS) retry(op func() error) error {
 			return nil
 		case disk.IsSpace(err):
 			fs.space.ReportNoSpace(err)
-			if fs.space.WaitSpace() != nil {
-				return err
+			fs.waiting.Add(1)
+			werr := fs.space.WaitSpace()
+			fs.waiting.Add(-1)
+			if errors.Is(werr, disk.ErrNotStarted) {
+				return err // opening: fail rather than wait
 			}
+			if werr != nil {
+				fs.stuck.Store(true)
+				fs.park(fmt.Errorf("%w (%w)", werr, err))
+			}
+		case fail:
+			fs.park(err)
 		default:
-			if disk.IsIO(err) {
-				fs.space.ReportFailure(err)
-			}
 			return err
 		}
 	}
 }
 
 // Unwrap returns the wrapped file system.
-func (fs *diskFS) Unwrap() vfs.FS { return fs.FS }
+func (fs *DiskFS) Unwrap() vfs.FS { return fs.FS }
 
-func (fs *diskFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+func (fs *DiskFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	var f vfs.File
-	err := fs.retry(func() (err error) {
+	err := fs.retry(false, func() (err error) {
 		// A failed disk parks the background work that would otherwise
 		// retry at once.
-		if err := fs.space.HoldIfFailed(); err != nil {
-			return err
+		if s := fs.space.Status(); s.State == disk.Failed {
+			fs.park(errors.New(s.Reason))
 		}
 		f, err = fs.FS.Create(name, category)
 		return err
@@ -82,7 +109,17 @@ func (fs *diskFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File,
 	return &diskFile{File: f, fs: fs}, nil
 }
 
-func (fs *diskFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+// OpenDir wraps the directory, whose Sync makes creations and renames
+// durable.
+func (fs *DiskFS) OpenDir(name string) (vfs.File, error) {
+	f, err := fs.FS.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return &diskFile{File: f, fs: fs}, nil
+}
+
+func (fs *DiskFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := fs.FS.OpenReadWrite(name, category, opts...)
 	if err != nil {
 		return nil, err
@@ -90,9 +127,9 @@ func (fs *diskFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opt
 	return &diskFile{File: f, fs: fs}, nil
 }
 
-func (fs *diskFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+func (fs *DiskFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	var f vfs.File
-	err := fs.retry(func() (err error) {
+	err := fs.retry(false, func() (err error) {
 		f, err = fs.FS.ReuseForWrite(oldname, newname, category)
 		return err
 	})
@@ -102,22 +139,22 @@ func (fs *diskFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteC
 	return &diskFile{File: f, fs: fs}, nil
 }
 
-func (fs *diskFS) Link(oldname, newname string) error {
-	return fs.retry(func() error { return fs.FS.Link(oldname, newname) })
+func (fs *DiskFS) Link(oldname, newname string) error {
+	return fs.retry(false, func() error { return fs.FS.Link(oldname, newname) })
 }
 
-func (fs *diskFS) Rename(oldname, newname string) error {
-	return fs.retry(func() error { return fs.FS.Rename(oldname, newname) })
+func (fs *DiskFS) Rename(oldname, newname string) error {
+	return fs.retry(false, func() error { return fs.FS.Rename(oldname, newname) })
 }
 
 type diskFile struct {
 	vfs.File
-	fs *diskFS
+	fs *DiskFS
 }
 
 func (f *diskFile) Write(p []byte) (int, error) {
 	done := 0
-	err := f.fs.retry(func() error {
+	err := f.fs.retry(true, func() error {
 		n, err := f.File.Write(p[done:])
 		done += n
 		if err == nil && done < len(p) {
@@ -130,7 +167,7 @@ func (f *diskFile) Write(p []byte) (int, error) {
 
 func (f *diskFile) WriteAt(p []byte, off int64) (int, error) {
 	done := 0
-	err := f.fs.retry(func() error {
+	err := f.fs.retry(true, func() error {
 		n, err := f.File.WriteAt(p[done:], off+int64(done))
 		done += n
 		return err
@@ -139,16 +176,22 @@ func (f *diskFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *diskFile) Preallocate(off, n int64) error {
-	return f.fs.retry(func() error { return f.File.Preallocate(off, n) })
+	return f.fs.retry(true, func() error {
+		err := f.File.Preallocate(off, n)
+		if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOTSUP) {
+			return nil // a file system without fallocate: nothing reserved, nothing lost
+		}
+		return err
+	})
 }
 
-// synced reports a failed sync: whatever its errno, the pages it was to
+// synced parks a failed sync: whatever its errno, the pages it was to
 // write may be gone, so the disk counts as failed.
 func (f *diskFile) synced(err error) error {
 	if err != nil {
-		f.fs.space.ReportFailure(err)
+		f.fs.park(err)
 	}
-	return err
+	return nil
 }
 
 func (f *diskFile) Sync() error     { return f.synced(f.File.Sync()) }
