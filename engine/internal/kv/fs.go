@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -62,8 +63,10 @@ func (fs *DiskFS) park(err error) {
 
 // retry runs op until it does not fail for want of space, waiting for
 // space between tries. Other errors are returned when fail is false and
-// park the call when it is true.
-func (fs *DiskFS) retry(fail bool, op func() error) error {
+// park the call when it is true. When the monitor closes during a wait,
+// the error is returned, except for a write of a log (fail and log true),
+// which pebble cannot survive: that call is parked.
+func (fs *DiskFS) retry(fail, log bool, op func() error) error {
 	for {
 		err := op()
 		switch {
@@ -76,6 +79,9 @@ func (fs *DiskFS) retry(fail bool, op func() error) error {
 			fs.waiting.Add(-1)
 			if errors.Is(werr, disk.ErrNotStarted) {
 				return err // opening: fail rather than wait
+			}
+			if werr != nil && !(fail && log) {
+				return err
 			}
 			if werr != nil {
 				fs.stuck.Store(true)
@@ -94,7 +100,7 @@ func (fs *DiskFS) Unwrap() vfs.FS { return fs.FS }
 
 func (fs *DiskFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	var f vfs.File
-	err := fs.retry(false, func() (err error) {
+	err := fs.retry(false, false, func() (err error) {
 		// A failed disk parks the background work that would otherwise
 		// retry at once.
 		if s := fs.space.Status(); s.State == disk.Failed {
@@ -106,7 +112,7 @@ func (fs *DiskFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File,
 	if err != nil {
 		return nil, err
 	}
-	return &diskFile{File: f, fs: fs}, nil
+	return newDiskFile(f, fs, name), nil
 }
 
 // OpenDir wraps the directory, whose Sync makes creations and renames
@@ -116,7 +122,7 @@ func (fs *DiskFS) OpenDir(name string) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &diskFile{File: f, fs: fs}, nil
+	return newDiskFile(f, fs, name), nil
 }
 
 func (fs *DiskFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
@@ -124,37 +130,42 @@ func (fs *DiskFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opt
 	if err != nil {
 		return nil, err
 	}
-	return &diskFile{File: f, fs: fs}, nil
+	return newDiskFile(f, fs, name), nil
 }
 
 func (fs *DiskFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	var f vfs.File
-	err := fs.retry(false, func() (err error) {
+	err := fs.retry(false, false, func() (err error) {
 		f, err = fs.FS.ReuseForWrite(oldname, newname, category)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &diskFile{File: f, fs: fs}, nil
+	return newDiskFile(f, fs, newname), nil
 }
 
 func (fs *DiskFS) Link(oldname, newname string) error {
-	return fs.retry(false, func() error { return fs.FS.Link(oldname, newname) })
+	return fs.retry(false, false, func() error { return fs.FS.Link(oldname, newname) })
 }
 
 func (fs *DiskFS) Rename(oldname, newname string) error {
-	return fs.retry(false, func() error { return fs.FS.Rename(oldname, newname) })
+	return fs.retry(false, false, func() error { return fs.FS.Rename(oldname, newname) })
 }
 
 type diskFile struct {
 	vfs.File
-	fs *DiskFS
+	fs  *DiskFS
+	log bool // a write-ahead log, which pebble cannot see fail
+}
+
+func newDiskFile(f vfs.File, fs *DiskFS, name string) *diskFile {
+	return &diskFile{File: f, fs: fs, log: strings.HasSuffix(name, ".log")}
 }
 
 func (f *diskFile) Write(p []byte) (int, error) {
 	done := 0
-	err := f.fs.retry(true, func() error {
+	err := f.fs.retry(true, f.log, func() error {
 		n, err := f.File.Write(p[done:])
 		done += n
 		if err == nil && done < len(p) {
@@ -167,7 +178,7 @@ func (f *diskFile) Write(p []byte) (int, error) {
 
 func (f *diskFile) WriteAt(p []byte, off int64) (int, error) {
 	done := 0
-	err := f.fs.retry(true, func() error {
+	err := f.fs.retry(true, f.log, func() error {
 		n, err := f.File.WriteAt(p[done:], off+int64(done))
 		done += n
 		return err
@@ -176,7 +187,7 @@ func (f *diskFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *diskFile) Preallocate(off, n int64) error {
-	return f.fs.retry(true, func() error {
+	return f.fs.retry(true, f.log, func() error {
 		err := f.File.Preallocate(off, n)
 		if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOTSUP) {
 			return nil // a file system without fallocate: nothing reserved, nothing lost
