@@ -14,6 +14,7 @@ import (
 
 	"github.com/karmanmq/karman/engine/commitlog"
 	"github.com/karmanmq/karman/engine/index"
+	"github.com/karmanmq/karman/engine/internal/disk"
 	"github.com/karmanmq/karman/engine/internal/kv"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
@@ -34,6 +35,9 @@ type Engine struct {
 	log     *commitlog.Log
 	idx     *pebble.DB           // consume queues and key index; derived from the log
 	idxErrs *kv.BackgroundErrors // the index's failed flushes and compactions
+	idxFS   *kv.DiskFS           // the index's files
+	idxDead *kv.Fatal            // the index's fatal error
+	disk    *disk.Monitor        // whether the disk takes writes
 	// retainNow asks the maintenance loop for a retention run now.
 	retainNow chan struct{}
 	queues    *queue.Store
@@ -96,12 +100,33 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	e := &Engine{opts: o, dir: dir, closing: make(chan struct{}), retainNow: make(chan struct{}, 1), clients: registry.New(registry.Options{}), sqlFilters: filter.NewCache(sqlCacheSize)}
 	e.ids = message.NewGenerator(o.StoreHost.Addr())
 	e.bufs.New = func() any { return new(sendState) }
+	e.disk = disk.New(dir, disk.Options{
+		FullRatio: o.DiskFullRatio,
+		Reserve:   uint64(o.DiskReserve),
+		Interval:  o.DiskCheckInterval,
+		Logger:    o.Logger,
+		Statfs:    o.statfs,
+	})
+	if st := e.disk.Status(); st.State >= disk.NoSpace {
+		e.disk.Close()
+		return nil, fmt.Errorf("engine: cannot start: %w: %s; free space in %s and start again", ErrDiskFull, st.Reason, dir)
+	}
 	if err := e.open(); err != nil {
+		e.disk.Close()
 		e.closeStores()
+		if disk.IsSpace(err) {
+			st := e.disk.Status()
+			err = fmt.Errorf("engine: cannot start: %w: %s free of %s in %s; free space and start again: %w", ErrDiskFull, disk.Bytes(st.Free()), disk.Bytes(st.Total), dir, err)
+		}
 		return nil, err
 	}
+	e.disk.Start()
 	e.sched = timer.NewScheduler(e.timers, e.deliverDue, timer.SchedulerOptions{
-		OnError: func(err error) { e.opts.Logger.Error("timer delivery failed; retrying", "err", err) },
+		OnError: func(err error) {
+			if !errors.Is(err, ErrDiskFull) { // the disk monitor said it once
+				e.opts.Logger.Error("timer delivery failed; retrying", "err", err)
+			}
+		},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	e.wg.Add(6)
@@ -116,19 +141,27 @@ func Open(dir string, opts *Options) (*Engine, error) {
 
 func (e *Engine) open() error {
 	var err error
-	if e.meta, err = meta.Open(filepath.Join(e.dir, "meta"), e.opts.Logger); err != nil {
+	// While opening, a write that finds the disk full fails at once
+	// (the monitor is not started, so it would wait for good): Open
+	// fails fast instead of hanging.
+	if e.meta, err = meta.Open(filepath.Join(e.dir, "meta"), &meta.Options{Logger: e.opts.Logger, Disk: e.disk}); err != nil {
 		return err
 	}
 	cache := pebble.NewCache(e.opts.IndexCacheSize)
 	defer cache.Unref()
 	e.idxErrs = kv.NewBackgroundErrors(e.opts.Logger)
-	e.idx, err = pebble.Open(filepath.Join(e.dir, "index"), &pebble.Options{
-		DisableWAL:    true,
-		Logger:        kv.Logger{L: e.opts.Logger},
-		EventListener: e.idxErrs.Listener(),
-		MemTableSize:  64 << 20,
-		Cache:         cache,
-		FS:            e.opts.indexFS,
+	e.idxFS = kv.NewDiskFS(e.opts.indexFS, e.disk)
+	e.idxDead = kv.NewFatal(func(err error) { e.disk.ReportFailure(fmt.Errorf("index: %w", err)) })
+	err = e.idxDead.Run(func() (err error) {
+		e.idx, err = pebble.Open(filepath.Join(e.dir, "index"), &pebble.Options{
+			DisableWAL:    true,
+			Logger:        kv.Logger{L: e.opts.Logger, Fatal: e.idxDead},
+			EventListener: e.idxErrs.Listener(),
+			MemTableSize:  64 << 20,
+			Cache:         cache,
+			FS:            e.idxFS,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("engine: open index: %w", err)
@@ -172,17 +205,46 @@ func (e *Engine) Close() error {
 }
 
 func (e *Engine) closeStores() error {
+	// A write waiting for space stays paused from here on, and the store
+	// it belongs to is left unclosed (see kv.DiskFS).
+	e.disk.Close()
 	var errs []error
 	if e.log != nil {
 		errs = append(errs, e.log.Close())
 	}
 	if e.idx != nil {
-		errs = append(errs, e.flushIndex(), e.idx.Close())
+		errs = append(errs, e.closeIndex())
 	}
 	if e.meta != nil {
 		errs = append(errs, e.meta.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// closeIndex flushes and closes the index, unless a write of it is paused
+// on the disk or pebble failed: then the index is left as it is on disk
+// (it is derived from the commit log, and the next Open dispatches again
+// from its last checkpoint).
+func (e *Engine) closeIndex() error {
+	done := make(chan error, 1)
+	go func() {
+		err := e.flushIndex()
+		done <- errors.Join(err, e.idx.Close())
+	}()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-e.idxDead.Done():
+			return fmt.Errorf("engine: index left unclosed: %w", e.idxDead.Err())
+		case <-t.C:
+			if e.idxFS.Stuck() {
+				return fmt.Errorf("engine: index left unclosed, a write of it waits on the disk (%s); the next start dispatches again from its last checkpoint", e.disk.Status().Reason)
+			}
+		}
+	}
 }
 
 // indexFlushTimeout bounds how long Close waits for the index to reach

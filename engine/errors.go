@@ -4,13 +4,22 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/karmanmq/karman/engine/internal/disk"
 	"github.com/karmanmq/karman/engine/meta"
 )
 
 // Errors returned by the engine. Each is wrapped with context; match with
 // errors.Is. Front-ends turn them into protocol status codes.
 var (
-	ErrClosed              = errors.New("engine: closed")
+	ErrClosed = errors.New("engine: closed")
+	// ErrDiskFull: the disk holding the data is too full for the write
+	// (see Options.DiskFullRatio and DiskReserve). It passes by itself
+	// once space is freed; Health says more.
+	ErrDiskFull = disk.ErrFull
+	// ErrDiskFailed: the disk failed a write or a sync (EIO). Writes are
+	// refused until the disk is fixed and the engine restarted; reads
+	// are served.
+	ErrDiskFailed          = disk.ErrFailed
 	ErrTopicNotFound       = meta.ErrTopicNotFound
 	ErrGroupNotFound       = meta.ErrGroupNotFound
 	ErrNoOffset            = meta.ErrNoOffset

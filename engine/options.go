@@ -77,6 +77,20 @@ type Options struct {
 	// RetentionInterval is how often retention runs. Default 1m.
 	RetentionInterval time.Duration
 
+	// DiskFullRatio: while the file system holding the data is at least
+	// this full, sends are refused with ErrDiskFull (consumers go on
+	// reading, committing offsets and acknowledging). Default 0.90,
+	// RocketMQ's diskSpaceWarningLevelRatio.
+	DiskFullRatio float64
+	// DiskReserve: while less than this many bytes are free, or after a
+	// write failed for want of space (until twice this is free), every
+	// write is refused with ErrDiskFull, offset commits and
+	// acknowledgements too. Default 4 MiB.
+	DiskReserve int64
+	// DiskCheckInterval is how often the free space is read (and at once
+	// after a write finds the disk full). Default 500ms.
+	DiskCheckInterval time.Duration
+
 	// IndexCacheSize is the block cache of the queue and key index, in
 	// bytes. Default 256 MiB.
 	IndexCacheSize int64
@@ -128,6 +142,10 @@ type Options struct {
 	// Send or SendBatch) with its duration. It must be fast.
 	AppendLatency func(time.Duration)
 
+	// statfs, when set, replaces the file-system query of the disk
+	// monitor (tests).
+	statfs func(dir string) (used, total uint64, err error)
+
 	// indexFS, when set, is the file system of the index database (tests
 	// inject failures with it).
 	indexFS vfs.FS
@@ -146,6 +164,9 @@ const (
 	DefaultRetentionEvery = time.Minute
 	DefaultTimerHorizon   = 72 * time.Hour
 	DefaultDispatchDelay  = 200 * time.Microsecond
+	DefaultDiskFullRatio  = 0.90
+	DefaultDiskReserve    = 4 << 20
+	DefaultDiskCheck      = 500 * time.Millisecond
 )
 
 // recordOverhead bounds the bytes a stored record needs besides its body:
@@ -190,6 +211,15 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.TransactionScanInterval == 0 {
 		o.TransactionScanInterval = time.Second
+	}
+	if o.DiskFullRatio == 0 {
+		o.DiskFullRatio = DefaultDiskFullRatio
+	}
+	if o.DiskReserve == 0 {
+		o.DiskReserve = DefaultDiskReserve
+	}
+	if o.DiskCheckInterval == 0 {
+		o.DiskCheckInterval = DefaultDiskCheck
 	}
 	if o.IndexCacheSize == 0 {
 		o.IndexCacheSize = 256 << 20
@@ -237,6 +267,12 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("engine: negative transaction check setting")
 	case o.TimerHorizon < 0:
 		return fmt.Errorf("engine: negative timer horizon %s", o.TimerHorizon)
+	case o.DiskFullRatio <= 0 || o.DiskFullRatio > 1:
+		return fmt.Errorf("engine: disk full ratio %g outside (0, 1]", o.DiskFullRatio)
+	case o.DiskReserve < 0:
+		return fmt.Errorf("engine: negative disk reserve %d", o.DiskReserve)
+	case o.DiskCheckInterval < 0:
+		return fmt.Errorf("engine: negative disk check interval %s", o.DiskCheckInterval)
 	case o.RetentionInterval < 0:
 		return fmt.Errorf("engine: negative retention interval %s", o.RetentionInterval)
 	}

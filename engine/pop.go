@@ -212,6 +212,9 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, err
 	if err := e.checkPop(&opts); err != nil {
 		return nil, err
 	}
+	if err := e.refuseWrite(); err != nil {
+		return nil, err // its state could not be saved
+	}
 	t, err := e.topic(opts.Topic)
 	if err != nil {
 		return nil, err
@@ -570,6 +573,9 @@ func (e *Engine) popRecord(q *queueState, clOffset, tagHash int64, f Filter, are
 
 // Ack acknowledges the delivery named by handle.
 func (e *Engine) Ack(ctx context.Context, group, handle string) error {
+	if err := e.refuseWrite(); err != nil {
+		return err
+	}
 	pq, h, _, err := e.inflight(group, handle)
 	if err != nil {
 		return err
@@ -592,7 +598,11 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 // something) once per run of them.
 func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (errs []error) {
 	errs = make([]error, len(handles))
-	if err := e.checkOpen(); err != nil {
+	err := e.checkOpen()
+	if err == nil {
+		err = e.refuseWrite()
+	}
+	if err != nil {
 		for i := range errs {
 			errs[i] = err
 		}
@@ -688,6 +698,9 @@ func (e *Engine) DeliveryAttempt(group, handle string) (int32, error) {
 func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d time.Duration) (string, error) {
 	if d < 0 || d > maxInvisible {
 		return "", fmt.Errorf("%w: invisible duration %s outside 0..%s", ErrInvalidArgument, d, maxInvisible)
+	}
+	if err := e.refuseWrite(); err != nil {
+		return "", err
 	}
 	pq, h, f, err := e.inflight(group, handle)
 	if err != nil {
@@ -830,7 +843,19 @@ func (e *Engine) savePops(qs []*popQueue, sync bool) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	return e.meta.SavePopStates(recs, sync)
+	if err := e.meta.SavePopStates(recs, sync); err != nil {
+		// Not saved: keep them for the next flush (the disk may be full
+		// for a while; what was acknowledged must not be forgotten).
+		for _, pq := range qs {
+			pq.mu.Lock()
+			if !pq.dropped {
+				pq.markDirty()
+			}
+			pq.mu.Unlock()
+		}
+		return err
+	}
+	return nil
 }
 
 func (e *Engine) popFlushLoop() {
@@ -845,7 +870,9 @@ func (e *Engine) popFlushLoop() {
 			}
 			return
 		case <-t.C:
-			if err := e.flushPops(false); err != nil {
+			// While the disk is full the monitor has said so once; the
+			// states stay dirty and are saved when space returns.
+			if err := e.flushPops(false); err != nil && !errors.Is(err, ErrDiskFull) {
 				e.opts.Logger.Error("saving pop state failed", "err", err)
 			}
 		}

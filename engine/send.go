@@ -143,6 +143,9 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
+	if err := e.refuseSend(); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -350,8 +353,11 @@ func (e *Engine) appendLog(s *sendState) error {
 	if e.opts.AppendLatency != nil {
 		start = time.Now()
 	}
-	if err := e.log.Append(s.recs, s, s.offs); err != nil {
+	if err := e.refuseWrite(); err != nil {
 		return err
+	}
+	if err := e.log.Append(s.recs, s, s.offs); err != nil {
+		return e.diskError(err)
 	}
 	if e.opts.AppendLatency != nil {
 		e.opts.AppendLatency(time.Since(start))

@@ -11,6 +11,8 @@ type Stats struct {
 	// FileSystemUsed and FileSystemTotal are the bytes used and in all of
 	// the file system holding the commit log (both 0 when unknown).
 	FileSystemUsed, FileSystemTotal uint64
+	// Health is the state of the disk (see Engine.Health).
+	Health Health
 }
 
 // TopicStats are one topic's counters since the engine opened.
@@ -37,6 +39,7 @@ func (e *Engine) Stats() Stats {
 		DispatchedOffset: e.disp.pos.Load(),
 		CorruptRecords:   e.corrupt.Load(),
 	}
+	s.Health = e.Health()
 	if used, total, err := e.log.FileSystemUsage(); err == nil {
 		s.FileSystemUsed, s.FileSystemTotal = used, total
 	}

@@ -341,7 +341,7 @@ func (e *Engine) transactionLoop() {
 		case <-e.closing:
 			return
 		case <-t.C:
-			if err := e.checkTransactions(); err != nil {
+			if err := e.checkTransactions(); err != nil && !errors.Is(err, ErrDiskFull) {
 				e.opts.Logger.Error("transaction check failed", "err", err)
 			}
 		}

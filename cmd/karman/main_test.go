@@ -120,8 +120,8 @@ func TestServe(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != "ok\n" {
-		t.Errorf("/healthz = %d %q, want 200 \"ok\"", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusOK || string(body) != "{\"status\":\"ok\"}\n" {
+		t.Errorf("/healthz = %d %q, want 200 {\"status\":\"ok\"}", resp.StatusCode, body)
 	}
 
 	resp, err = http.Get("http://" + addr + "/metrics")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/karmanmq/karman/engine/internal/kv"
 )
 
 // Consumer offsets and pop states are written without waiting for the
@@ -23,6 +25,7 @@ const lazySyncInterval = 50 * time.Millisecond
 type lazySync struct {
 	db      *pebble.DB
 	logger  *slog.Logger
+	fatal   *kv.Fatal     // pebble's fatal error ends the loop
 	pending atomic.Bool   // a write since the last sync did not wait for the disk
 	writes  atomic.Uint64 // writes that did not wait for the disk
 	synced  atomic.Uint64 // of those, how many are known to be on disk
@@ -31,11 +34,11 @@ type lazySync struct {
 	done    chan struct{}
 }
 
-func startLazySync(db *pebble.DB, logger *slog.Logger) *lazySync {
+func startLazySync(db *pebble.DB, logger *slog.Logger, fatal *kv.Fatal) *lazySync {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	l := &lazySync{db: db, logger: logger, kick: make(chan struct{}, 1),
+	l := &lazySync{db: db, logger: logger, fatal: fatal, kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go l.loop()
 	return l
@@ -72,6 +75,8 @@ func (l *lazySync) loop() {
 		}
 		l.pending.Store(false)
 		n := l.writes.Load()
+		// A fatal error of pebble ends this goroutine here (see
+		// kv.Logger); close then does not wait for it.
 		if err := l.db.LogData(nil, pebble.Sync); err != nil {
 			l.logger.Error("meta: syncing offsets and pop states failed; they are written again with the next commit", "err", err)
 			continue
@@ -81,7 +86,22 @@ func (l *lazySync) loop() {
 }
 
 // close stops the loop; closing the database then writes what is left.
-func (l *lazySync) close() {
+// It does not wait for a loop ended by a fatal error or held by a write
+// paused for good (stuck).
+func (l *lazySync) close(stuck func() bool) {
 	close(l.stop)
-	<-l.done
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-l.fatal.Done():
+			return
+		case <-t.C:
+			if stuck() {
+				return
+			}
+		}
+	}
 }

@@ -53,6 +53,10 @@ func (s *Store) PopState(group, topic string, queue int32) (state []byte, ok boo
 // lazySyncInterval may lose it: pop state then falls back to an earlier
 // point and messages are delivered again (at least once).
 func (s *Store) SavePopStates(recs []PopRecord, sync bool) error {
+	return s.write("save pop states", func() error { return s.savePopStates(recs, sync) })
+}
+
+func (s *Store) savePopStates(recs []PopRecord, sync bool) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var v [8]byte
@@ -82,9 +86,11 @@ func (s *Store) SavePopStates(recs []PopRecord, sync bool) error {
 
 // DeletePopStates removes the pop states of group in topic.
 func (s *Store) DeletePopStates(group, topic string) error {
-	p := popTopicPrefix(group, topic)
-	if err := s.db.DeleteRange(p, kv.PrefixEnd(p), pebble.Sync); err != nil {
-		return fmt.Errorf("meta: delete pop states: %w", err)
-	}
-	return nil
+	return s.write("delete pop states", func() error {
+		p := popTopicPrefix(group, topic)
+		if err := s.db.DeleteRange(p, kv.PrefixEnd(p), pebble.Sync); err != nil {
+			return fmt.Errorf("meta: delete pop states: %w", err)
+		}
+		return nil
+	})
 }

@@ -10,8 +10,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/karmanmq/karman/engine/internal/disk"
 	"github.com/karmanmq/karman/engine/internal/kv"
 )
 
@@ -28,19 +32,57 @@ var (
 // Store holds topics, groups and consumer offsets.
 type Store struct {
 	db   *pebble.DB
-	lazy *lazySync // syncs after the writes that do not wait for the disk
+	lazy *lazySync     // syncs after the writes that do not wait for the disk
+	disk *disk.Monitor // nil: writes are not gated
+	fs   *kv.DiskFS    // with disk: pebble's files
 
-	mu     sync.RWMutex
+	// fatal records pebble's fatal error: it could not write or sync its
+	// log (its commit pipeline cannot go on after that) or its MANIFEST.
+	// The store then takes no more writes.
+	fatal *kv.Fatal
+
+	wmu    sync.Mutex   // serializes writers of topics and groups
+	mu     sync.RWMutex // guards the maps
 	topics map[string]Topic
 	groups map[string]Group
 }
 
-// Open opens (creating if needed) the metadata store in dir. Pebble's own
-// log lines go to logger, which may be nil.
-func Open(dir string, logger *slog.Logger) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{
-		Logger:        kv.Logger{L: logger},
-		EventListener: kv.NewBackgroundErrors(logger).Listener(),
+// Options configure a Store. The zero value works.
+type Options struct {
+	// Logger receives pebble's log lines. Default discards them.
+	Logger *slog.Logger
+	// Disk, when set, gates writes: they are refused while it says the
+	// disk has no space or failed, and pebble's files go through
+	// kv.DiskFS, so that a write that finds the disk full waits for space
+	// instead of breaking the database.
+	Disk *disk.Monitor
+	// FS is the file system the database lives in. Default the
+	// operating system's.
+	FS vfs.FS
+}
+
+// Open opens (creating if needed) the metadata store in dir; nil options
+// are the zero Options.
+func Open(dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	fs := o.FS
+	s := &Store{disk: o.Disk, topics: map[string]Topic{}, groups: map[string]Group{}}
+	if o.Disk != nil {
+		s.fs = kv.NewDiskFS(fs, o.Disk)
+		fs = s.fs
+	}
+	s.fatal = kv.NewFatal(s.failed)
+	var db *pebble.DB
+	err := s.fatal.Run(func() (err error) {
+		db, err = pebble.Open(dir, &pebble.Options{
+			Logger:        kv.Logger{L: o.Logger, Fatal: s.fatal},
+			EventListener: kv.NewBackgroundErrors(o.Logger).Listener(),
+			FS:            fs,
+		})
+		return err
 	})
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, fmt.Errorf("meta: %s is in use by another process; is another karman running on this data directory? (%w)", dir, err)
@@ -48,12 +90,12 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("meta: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, topics: map[string]Topic{}, groups: map[string]Group{}}
+	s.db = db
 	if err := s.load(); err != nil {
 		db.Close()
 		return nil, err
 	}
-	s.lazy = startLazySync(db, logger)
+	s.lazy = startLazySync(db, o.Logger, s.fatal)
 	return s, nil
 }
 
@@ -80,11 +122,47 @@ func loadJSON[T any](db *pebble.DB, prefix byte, put func(T)) error {
 	return it.Error()
 }
 
-// Close closes the store; what was written is then on disk.
+// Close closes the store; what was written is then on disk. With a disk
+// monitor, close the monitor first.
+//
+// After a fatal error, or when a write is paused for good (the disk
+// failed, or was out of space when the monitor closed), the database is
+// left open, since pebble's Close would wait for the paused work, and
+// Close returns an error saying so: what was written since the last sync
+// that reached the disk is lost (at most lazySyncInterval of offset
+// commits and pop states, as with a crash).
 func (s *Store) Close() error {
-	s.lazy.close()
-	return s.db.Close()
+	s.lazy.close(s.stuck)
+	if err := s.Failure(); err != nil {
+		return fmt.Errorf("meta: close: %w", err)
+	}
+	// Pebble's Close waits for flushes and compactions, which may find
+	// the disk failing meanwhile.
+	done := make(chan error, 1)
+	go func() { done <- s.db.Close() }()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+		}
+		if err := s.Failure(); err != nil {
+			return fmt.Errorf("meta: close: %w", err)
+		}
+		if s.stuck() {
+			err := s.disk.Refuse(disk.OK)
+			if err == nil {
+				err = disk.ErrFull
+			}
+			return fmt.Errorf("meta: close: a write waits on the disk, the store is left as its last sync wrote it: %w", err)
+		}
+	}
 }
+
+// stuck reports whether a write of the database is paused for good.
+func (s *Store) stuck() bool { return s.fs != nil && s.fs.Stuck() }
 
 func (s *Store) putJSON(key []byte, v any) error {
 	b, err := json.Marshal(v)
@@ -125,39 +203,62 @@ func (s *Store) PutTopic(t Topic) error {
 	if t.ReadQueues <= 0 || t.WriteQueues <= 0 {
 		return fmt.Errorf("%w: topic %s needs at least one read and one write queue", ErrInvalid, t.Name)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.putJSON(append([]byte{'t'}, t.Name...), t); err != nil {
-		return err
-	}
-	s.topics[t.Name] = t
-	return nil
+	return s.write("put topic "+t.Name, func() error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if err := s.putJSON(append([]byte{'t'}, t.Name...), t); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.topics[t.Name] = t
+		s.mu.Unlock()
+		return nil
+	})
 }
 
 // CreateTopic stores t unless a topic of that name exists; it returns the
 // stored topic and whether it was created.
 func (s *Store) CreateTopic(t Topic) (Topic, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.topics[t.Name]; ok {
+	if old, err := s.Topic(t.Name); err == nil {
 		return old, false, nil
 	}
 	if t.ReadQueues <= 0 || t.WriteQueues <= 0 {
 		return Topic{}, false, fmt.Errorf("%w: topic %s needs at least one read and one write queue", ErrInvalid, t.Name)
 	}
-	if err := s.putJSON(append([]byte{'t'}, t.Name...), t); err != nil {
+	var out Topic
+	var created bool
+	err := s.write("create topic "+t.Name, func() error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if old, err := s.Topic(t.Name); err == nil {
+			out = old
+			return nil
+		}
+		if err := s.putJSON(append([]byte{'t'}, t.Name...), t); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.topics[t.Name] = t
+		s.mu.Unlock()
+		out, created = t, true
+		return nil
+	})
+	if err != nil {
 		return Topic{}, false, err
 	}
-	s.topics[t.Name] = t
-	return t, true, nil
+	return out, created, nil
 }
 
 // DeleteTopic removes a topic and every consumer offset stored for it.
 func (s *Store) DeleteTopic(name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.topics[name]; !ok {
-		return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	return s.write("delete topic "+name, func() error { return s.deleteTopic(name) })
+}
+
+func (s *Store) deleteTopic(name string) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.Topic(name); err != nil {
+		return err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -172,7 +273,9 @@ func (s *Store) DeleteTopic(name string) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("meta: delete topic %s: %w", name, err)
 	}
+	s.mu.Lock()
 	delete(s.topics, name)
+	s.mu.Unlock()
 	return nil
 }
 
@@ -239,36 +342,59 @@ func (s *Store) Groups() []Group {
 
 // PutGroup creates or replaces a consumer group.
 func (s *Store) PutGroup(g Group) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.putJSON(append([]byte{'g'}, g.Name...), g); err != nil {
-		return err
-	}
-	s.groups[g.Name] = g
-	return nil
+	return s.write("put group "+g.Name, func() error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if err := s.putJSON(append([]byte{'g'}, g.Name...), g); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.groups[g.Name] = g
+		s.mu.Unlock()
+		return nil
+	})
 }
 
 // CreateGroup stores g unless a group of that name exists; it returns the
 // stored group and whether it was created.
 func (s *Store) CreateGroup(g Group) (Group, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.groups[g.Name]; ok {
+	if old, err := s.Group(g.Name); err == nil {
 		return old, false, nil
 	}
-	if err := s.putJSON(append([]byte{'g'}, g.Name...), g); err != nil {
+	var out Group
+	var created bool
+	err := s.write("create group "+g.Name, func() error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if old, err := s.Group(g.Name); err == nil {
+			out = old
+			return nil
+		}
+		if err := s.putJSON(append([]byte{'g'}, g.Name...), g); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.groups[g.Name] = g
+		s.mu.Unlock()
+		out, created = g, true
+		return nil
+	})
+	if err != nil {
 		return Group{}, false, err
 	}
-	s.groups[g.Name] = g
-	return g, true, nil
+	return out, created, nil
 }
 
 // DeleteGroup removes a consumer group and all its offsets.
 func (s *Store) DeleteGroup(name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.groups[name]; !ok {
-		return fmt.Errorf("%w: %s", ErrGroupNotFound, name)
+	return s.write("delete group "+name, func() error { return s.deleteGroup(name) })
+}
+
+func (s *Store) deleteGroup(name string) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.Group(name); err != nil {
+		return err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -283,7 +409,9 @@ func (s *Store) DeleteGroup(name string) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("meta: delete group %s: %w", name, err)
 	}
+	s.mu.Lock()
 	delete(s.groups, name)
+	s.mu.Unlock()
 	return nil
 }
 
@@ -294,13 +422,15 @@ func (s *Store) DeleteGroup(name string) error {
 // those messages are then delivered again, as with RocketMQ brokers,
 // which persist offsets every few seconds.
 func (s *Store) CommitOffset(group, topic string, queue int32, offset int64) error {
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], uint64(offset))
-	if err := s.db.Set(offsetKey(group, topic, queue), v[:], pebble.NoSync); err != nil {
-		return fmt.Errorf("meta: commit offset %s/%s/%d: %w", group, topic, queue, err)
-	}
-	s.lazy.wrote()
-	return nil
+	return s.write("commit offset", func() error {
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], uint64(offset))
+		if err := s.db.Set(offsetKey(group, topic, queue), v[:], pebble.NoSync); err != nil {
+			return fmt.Errorf("meta: commit offset %s/%s/%d: %w", group, topic, queue, err)
+		}
+		s.lazy.wrote()
+		return nil
+	})
 }
 
 // Offset returns the committed offset of group in (topic, queue), or an
@@ -440,8 +570,10 @@ func (s *Store) Secret(name string) (secret []byte, ok bool, err error) {
 
 // PutSecret stores a named secret.
 func (s *Store) PutSecret(name string, secret []byte) error {
-	if err := s.db.Set(append([]byte{'s'}, name...), secret, pebble.Sync); err != nil {
-		return fmt.Errorf("meta: write secret %s: %w", name, err)
-	}
-	return nil
+	return s.write("put secret "+name, func() error {
+		if err := s.db.Set(append([]byte{'s'}, name...), secret, pebble.Sync); err != nil {
+			return fmt.Errorf("meta: write secret %s: %w", name, err)
+		}
+		return nil
+	})
 }

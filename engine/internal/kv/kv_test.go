@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -76,14 +77,49 @@ func TestLogger(t *testing.T) {
 		}
 	}
 
-	// A nil slog logger discards, and Fatalf panics either way.
+	// A nil slog logger discards.
 	Logger{}.Infof("x")
 	Logger{}.Errorf("x")
-	defer func() {
-		r := recover()
-		if s, _ := r.(string); s != "pebble: bad 7" {
-			t.Fatalf("Fatalf panicked with %v, want %q", r, "pebble: bad 7")
-		}
-	}()
-	Logger{}.Fatalf("bad %d", 7)
+}
+
+// TestLoggerFatalf checks that Fatalf logs, records the error in Fatal
+// and ends only its own goroutine, which Fatal.Run does not wait for.
+func TestLoggerFatalf(t *testing.T) {
+	var buf bytes.Buffer
+	var got error
+	f := NewFatal(func(err error) { got = err })
+	l := Logger{L: slog.New(slog.NewTextHandler(&buf, nil)), Fatal: f}
+	if f.Err() != nil {
+		t.Fatalf("Err before any fatal error = %v", f.Err())
+	}
+	if err := f.Run(func() error { return nil }); err != nil {
+		t.Fatalf("Run of a good call = %v", err)
+	}
+	blocked := make(chan struct{})
+	err := f.Run(func() error {
+		defer close(blocked) // deferred calls run
+		l.Fatalf("bad %d", 7)
+		t.Error("Fatalf returned")
+		return nil
+	})
+	<-blocked
+	var fe *FatalError
+	if !errors.As(err, &fe) || err.Error() != "pebble: bad 7" {
+		t.Fatalf("Run = %v, want a *FatalError %q", err, "pebble: bad 7")
+	}
+	if got != err || f.Err() != err {
+		t.Errorf("on got %v, Err = %v, want %v", got, f.Err(), err)
+	}
+	select {
+	case <-f.Done():
+	default:
+		t.Error("Done not closed")
+	}
+	if !strings.Contains(buf.String(), `level=ERROR msg="pebble: bad 7"`) {
+		t.Errorf("Fatalf did not log at error level: %q", buf.String())
+	}
+	// Later calls that never return end with the recorded error.
+	if err := f.Run(func() error { select {} }); err != f.Err() {
+		t.Errorf("Run of a stuck call after the failure = %v", err)
+	}
 }

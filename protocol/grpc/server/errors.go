@@ -44,6 +44,8 @@ var (
 //   - An unknown or expired receipt handle is INVALID_RECEIPT_HANDLE: clients
 //     give up on it instead of retrying forever.
 //   - A closed engine is INTERNAL_ERROR, which simple consumers retry.
+//   - A full or failed disk is INTERNAL_SERVER_ERROR, the server-side
+//     failure a producer retries elsewhere; the message says why.
 //   - A message refused for its type is MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
 //     which producers do not retry.
 //   - A recall of a message no longer waiting for delivery is NOT_FOUND;
@@ -90,6 +92,8 @@ var statusCodes = []struct {
 	{convert.ErrUnsupportedType, rmqpb.Code_UNSUPPORTED},
 
 	{engine.ErrClosed, rmqpb.Code_INTERNAL_ERROR},
+	{engine.ErrDiskFull, rmqpb.Code_INTERNAL_SERVER_ERROR},
+	{engine.ErrDiskFailed, rmqpb.Code_INTERNAL_SERVER_ERROR},
 	{engine.ErrTopicNotFound, rmqpb.Code_TOPIC_NOT_FOUND},
 	{engine.ErrGroupNotFound, rmqpb.Code_CONSUMER_GROUP_NOT_FOUND},
 	{engine.ErrNoOffset, rmqpb.Code_OFFSET_NOT_FOUND},

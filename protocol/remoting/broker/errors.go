@@ -20,6 +20,9 @@ import (
 //     request cannot help, and Go and Java clients surface it at once.
 //   - A closed engine is SERVICE_NOT_AVAILABLE, which producers retry on
 //     another broker.
+//   - A full or failed disk is SERVICE_NOT_AVAILABLE too, as Java's broker
+//     answers a put its store refuses; the remark says the disk is full
+//     (or failed) and how full.
 //   - A refused message (empty, too large, bad properties, wrong type for
 //     the topic) is MESSAGE_ILLEGAL, which producers do not retry.
 //   - A reserved name (system topic, light queue) and a read- or
@@ -33,6 +36,8 @@ var errorCodes = []struct {
 	code wire.ResponseCode
 }{
 	{engine.ErrClosed, wire.ServiceNotAvailable},
+	{engine.ErrDiskFull, wire.ServiceNotAvailable},
+	{engine.ErrDiskFailed, wire.ServiceNotAvailable},
 	{errNotSupported, wire.RequestCodeNotSupported},
 	{errSubscriptionMissing, wire.SubscriptionNotExist},
 	{errSubscriptionParse, wire.SubscriptionParseFailed},

@@ -198,7 +198,7 @@ func TestServeStartsRegisteredFrontend(t *testing.T) {
 	}
 
 	code, body := get(t, "http://"+r.addrs["http"]+"/healthz")
-	if code != http.StatusOK || body != "ok\n" {
+	if code != http.StatusOK || body != "{\"status\":\"ok\"}\n" {
 		t.Errorf("/healthz = %d %q", code, body)
 	}
 	_, body = get(t, "http://"+r.addrs["http"]+"/metrics")

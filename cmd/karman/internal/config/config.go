@@ -58,6 +58,10 @@ type Config struct {
 	RetentionDiskRatio float64
 	RetentionInterval  time.Duration
 
+	DiskFullRatio     float64
+	DiskReserve       ByteSize
+	DiskCheckInterval time.Duration
+
 	TimerHorizon             time.Duration
 	TransactionTimeout       time.Duration
 	TransactionCheckInterval time.Duration
@@ -104,6 +108,10 @@ func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
 	fs.DurationVar(&c.RetentionAge, "retention-age", engine.DefaultRetentionAge, "delete commit-log segments older than this")
 	fs.Float64Var(&c.RetentionDiskRatio, "retention-disk-ratio", engine.DefaultDiskRatio, "delete the oldest segments while the data disk is fuller than this fraction")
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", engine.DefaultRetentionEvery, "how often retention runs")
+	fs.Float64Var(&c.DiskFullRatio, "disk-full-ratio", engine.DefaultDiskFullRatio, "refuse sends while the data disk is at least this full (consumers go on)")
+	c.DiskReserve = engine.DefaultDiskReserve
+	fs.Var(&c.DiskReserve, "disk-reserve", "refuse every write, offset commits and acknowledgements too, while less than this is free (bytes; KiB, MiB, GiB suffixes allowed)")
+	fs.DurationVar(&c.DiskCheckInterval, "disk-check-interval", engine.DefaultDiskCheck, "how often the data disk's free space is read")
 	fs.DurationVar(&c.TimerHorizon, "timer-horizon", engine.DefaultTimerHorizon, "how far ahead a delayed or timer message may be scheduled")
 	fs.DurationVar(&c.TransactionTimeout, "transaction-timeout", 6*time.Second, "how long a transactional half message waits before its producer is first asked to resolve it")
 	fs.DurationVar(&c.TransactionCheckInterval, "transaction-check-interval", 30*time.Second, "time between checks of an unresolved transaction")
@@ -137,6 +145,9 @@ func (c *Config) EngineOptions(logger *slog.Logger) *engine.Options {
 		RetentionAge:       c.RetentionAge,
 		RetentionDiskRatio: c.RetentionDiskRatio,
 		RetentionInterval:  c.RetentionInterval,
+		DiskFullRatio:      c.DiskFullRatio,
+		DiskReserve:        int64(c.DiskReserve),
+		DiskCheckInterval:  c.DiskCheckInterval,
 		Logger:             logger,
 
 		TimerHorizon:             c.TimerHorizon,

@@ -17,7 +17,7 @@ type Collector struct {
 	stats StatsFunc
 
 	up, messagesIn, bytesIn, messagesOut, bytesOut, depth,
-	topics, disk, logMin, logEnd, dispatched, dispatchLag, corrupt *prometheus.Desc
+	topics, disk, diskFull, logMin, logEnd, dispatched, dispatchLag, corrupt *prometheus.Desc
 }
 
 // NewCollector returns a collector reading stats at every scrape.
@@ -33,6 +33,7 @@ func NewCollector(stats StatsFunc) *Collector {
 		depth:       prometheus.NewDesc("karman_topic_depth_messages", "Messages held in the topic, over all its queues.", topic, nil),
 		topics:      prometheus.NewDesc("karman_topics", "Number of topics.", nil, nil),
 		disk:        prometheus.NewDesc("karman_disk_bytes", "Size of the commit-log segment files.", nil, nil),
+		diskFull:    prometheus.NewDesc("karman_disk_full", "1 while the engine refuses writes because its disk is full or failed (see /healthz for why), else 0.", nil, nil),
 		logMin:      prometheus.NewDesc("karman_commitlog_min_offset_bytes", "Smallest commit-log offset still stored.", nil, nil),
 		logEnd:      prometheus.NewDesc("karman_commitlog_end_offset_bytes", "Commit-log offset the next append goes to.", nil, nil),
 		dispatched:  prometheus.NewDesc("karman_commitlog_dispatched_offset_bytes", "Commit-log offset up to which messages are indexed and pullable.", nil, nil),
@@ -43,7 +44,7 @@ func NewCollector(stats StatsFunc) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.messagesIn, c.bytesIn, c.messagesOut, c.bytesOut, c.depth, c.topics, c.disk, c.logMin, c.logEnd, c.dispatched, c.dispatchLag, c.corrupt} {
+	for _, d := range []*prometheus.Desc{c.up, c.messagesIn, c.bytesIn, c.messagesOut, c.bytesOut, c.depth, c.topics, c.disk, c.diskFull, c.logMin, c.logEnd, c.dispatched, c.dispatchLag, c.corrupt} {
 		ch <- d
 	}
 }
@@ -65,6 +66,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.topics, prometheus.GaugeValue, float64(len(s.Topics)))
 	ch <- prometheus.MustNewConstMetric(c.disk, prometheus.GaugeValue, float64(s.DiskBytes))
+	full := 0.0
+	if s.Health.Disk != engine.DiskOK {
+		full = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.diskFull, prometheus.GaugeValue, full)
 	ch <- prometheus.MustNewConstMetric(c.logMin, prometheus.GaugeValue, float64(s.LogMinOffset))
 	ch <- prometheus.MustNewConstMetric(c.logEnd, prometheus.GaugeValue, float64(s.LogEndOffset))
 	ch <- prometheus.MustNewConstMetric(c.dispatched, prometheus.GaugeValue, float64(s.DispatchedOffset))

@@ -20,6 +20,7 @@ func TestCollector(t *testing.T) {
 		LogEndOffset:     5000,
 		DispatchedOffset: 4000,
 		CorruptRecords:   2,
+		Health:           engine.Health{Disk: engine.DiskFull, Reason: "disk 91% full"},
 	}
 	c := NewCollector(func() (engine.Stats, bool) { return stats, true })
 	want := `
@@ -29,6 +30,9 @@ karman_dispatch_lag_bytes 1000
 # HELP karman_disk_bytes Size of the commit-log segment files.
 # TYPE karman_disk_bytes gauge
 karman_disk_bytes 1.048576e+06
+# HELP karman_disk_full 1 while the engine refuses writes because its disk is full or failed (see /healthz for why), else 0.
+# TYPE karman_disk_full gauge
+karman_disk_full 1
 # HELP karman_corrupt_records_total Stored records skipped because they failed their checks.
 # TYPE karman_corrupt_records_total counter
 karman_corrupt_records_total 2
@@ -49,13 +53,13 @@ karman_topic_bytes_out_total{topic="audit"} 0
 karman_topic_bytes_out_total{topic="orders"} 400
 `
 	err := testutil.CollectAndCompare(c, strings.NewReader(want),
-		"karman_dispatch_lag_bytes", "karman_disk_bytes", "karman_corrupt_records_total", "karman_engine_up",
+		"karman_dispatch_lag_bytes", "karman_disk_bytes", "karman_disk_full", "karman_corrupt_records_total", "karman_engine_up",
 		"karman_topic_depth_messages", "karman_topic_messages_in_total", "karman_topic_bytes_out_total")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 1+5*2+7 {
-		t.Errorf("collected %d metrics, want %d", n, 1+5*2+7)
+	if n := testutil.CollectAndCount(c); n != 1+5*2+8 {
+		t.Errorf("collected %d metrics, want %d", n, 1+5*2+8)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", err, problems)

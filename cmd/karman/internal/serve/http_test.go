@@ -12,9 +12,9 @@ func TestHealthz(t *testing.T) {
 		code  int
 		body  string
 	}{
-		{starting, http.StatusServiceUnavailable, "starting\n"},
-		{ready, http.StatusOK, "ok\n"},
-		{stopping, http.StatusServiceUnavailable, "stopping\n"},
+		{starting, http.StatusServiceUnavailable, `{"status":"starting"}` + "\n"},
+		{ready, http.StatusOK, `{"status":"ok"}` + "\n"},
+		{stopping, http.StatusServiceUnavailable, `{"status":"stopping"}` + "\n"},
 	} {
 		s := &server{}
 		s.state.Store(tc.state)
