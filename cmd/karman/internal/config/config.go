@@ -200,6 +200,7 @@ func (c *Config) validateRanges() error {
 		{"flush-interval", c.FlushInterval},
 		{"retention-age", c.RetentionAge},
 		{"retention-interval", c.RetentionInterval},
+		{"disk-check-interval", c.DiskCheckInterval},
 		{"timer-horizon", c.TimerHorizon},
 		{"transaction-timeout", c.TransactionTimeout},
 		{"transaction-check-interval", c.TransactionCheckInterval},
@@ -219,6 +220,10 @@ func (c *Config) validateRanges() error {
 		return fmt.Errorf("config: --default-queues %d must be between 1 and %d", c.DefaultQueues, engine.MaxQueues)
 	case !(c.RetentionDiskRatio > 0 && c.RetentionDiskRatio <= 1):
 		return fmt.Errorf("config: --retention-disk-ratio %g must be above 0 and at most 1", c.RetentionDiskRatio)
+	case !(c.DiskFullRatio > 0 && c.DiskFullRatio <= 1):
+		return fmt.Errorf("config: --disk-full-ratio %g must be above 0 and at most 1", c.DiskFullRatio)
+	case c.DiskReserve < 1:
+		return fmt.Errorf("config: --disk-reserve %s must be positive", c.DiskReserve)
 	case c.TransactionCheckMax < 1:
 		return fmt.Errorf("config: --transaction-check-max %d must be at least 1", c.TransactionCheckMax)
 	}

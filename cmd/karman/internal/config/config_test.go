@@ -210,6 +210,10 @@ func TestValidate(t *testing.T) {
 		{[]string{"--timer-horizon", "0s"}, "--timer-horizon"},
 		{[]string{"--transaction-timeout", "0s"}, "--transaction-timeout"},
 		{[]string{"--transaction-check-interval", "0s"}, "--transaction-check-interval"},
+		{[]string{"--disk-full-ratio", "0"}, "--disk-full-ratio 0 must be above 0 and at most 1"},
+		{[]string{"--disk-full-ratio", "1.5"}, "--disk-full-ratio 1.5 must be"},
+		{[]string{"--disk-reserve", "0"}, "--disk-reserve 0 must be positive"},
+		{[]string{"--disk-check-interval", "0s"}, "--disk-check-interval 0s must be positive"},
 		{[]string{"--transaction-check-max", "0"}, "--transaction-check-max 0 must be at least 1"},
 		{[]string{"--max-message-size", "20MiB"}, "--max-message-size 20MiB is more than the remoting front-end can carry (16MiB); lower it, or turn the front-end off with --remoting-addr off"},
 	} {
