@@ -69,6 +69,7 @@ type karman struct {
 	namesrv string // name server address
 	broker  string // broker address
 	grpc    string // gRPC endpoint address
+	http    string // HTTP address (/healthz, /metrics)
 	admin   *peer.Peer
 	// nodeTLS, when set, makes the Node.js clients use TLS and trust the
 	// certificate in this PEM file.
@@ -92,6 +93,9 @@ func (k *karman) readAnnouncements(r io.Reader) bool {
 		}
 		if a, ok := strings.CutPrefix(line, "karman: grpc listening on "); ok {
 			k.grpc = a
+		}
+		if a, ok := strings.CutPrefix(line, "karman: http listening on "); ok {
+			k.http = a
 		}
 		if line == "karman: ready" {
 			break
