@@ -57,6 +57,17 @@ type conn struct {
 	winCond      *sync.Cond // on wmu: windows grew, a stream ended, or wclosed
 	kick         chan struct{}
 	writerDone   chan struct{}
+	ctrlQueued   int // control frames queued by the reader since the writer last took the buffer
+	// resets marks the streams the server reset among the last
+	// resetWindow the client opened: frames the client sent them before
+	// it saw the reset are ignored (RFC 9113, section 5.1).
+	resets [resetWindow / 64]uint64
+
+	// calls holds a token for each call whose handler runs on a worker,
+	// from its start to its return, whether or not its stream is still
+	// open: a client that resets its calls at once cannot have more
+	// handlers running than MaxConcurrentStreams.
+	calls chan struct{}
 
 	// testHookEmptyTake, when set, runs in the writer goroutine while it
 	// holds the write with nothing taken.
@@ -66,8 +77,10 @@ type conn struct {
 	br          *bufio.Reader
 	fr          *http2.Framer
 	hblock      *headerBlock
-	recvWin     int64 // what the client may still send on the connection
-	recvUnacked int64 // received since the last connection WINDOW_UPDATE
+	recvWin     int64     // what the client may still send on the connection
+	recvUnacked int64     // received since the last connection WINDOW_UPDATE
+	calmTokens  float64   // what the client may still do without effect (calm)
+	calmAt      time.Time // when calmTokens was last refilled
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -83,6 +96,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		kick:         make(chan struct{}, 1),
 		writerDone:   make(chan struct{}),
 		recvWin:      int64(s.opts.ConnWindowSize),
+		calls:        make(chan struct{}, s.opts.MaxConcurrentStreams),
+		calmTokens:   calmBurst,
 	}
 	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()})
 	c.ctx, c.cancel = context.WithCancel(ctx)
@@ -254,19 +269,88 @@ func (c *conn) handleFrame(f http2.Frame) error {
 		return c.onWindowUpdate(f)
 	case *http2.PingFrame:
 		if !f.IsAck() {
+			if !c.calm(1) {
+				return c.connError(http2.ErrCodeEnhanceYourCalm, "too many pings")
+			}
 			data := f.Data
-			c.queue(func(b []byte) []byte { return appendPingAck(b, data) })
+			return c.queueControl(func(b []byte) []byte { return appendPingAck(b, data) })
 		}
 	case *http2.RSTStreamFrame:
+		if c.idle(f.StreamID) {
+			return c.connError(http2.ErrCodeProtocol, fmt.Sprintf("RST_STREAM on stream %d, never opened", f.StreamID))
+		}
 		if st := c.removeStream(f.StreamID); st != nil {
 			st.abort(errResetByClient(f.ErrCode))
+			if !c.calm(1) {
+				return c.connError(http2.ErrCodeEnhanceYourCalm, "too many streams reset")
+			}
 		}
 	case *http2.GoAwayFrame:
 		// The client opens no new call; those open run to their end.
 	case *http2.PushPromiseFrame:
 		return c.connError(http2.ErrCodeProtocol, "clients must not push")
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			c.resetStream(f.StreamID, http2.ErrCodeProtocol)
+		}
 	}
-	// PRIORITY and unknown frame types are ignored, as RFC 9113 asks.
+	// Priorities and unknown frame types are ignored, as RFC 9113 asks.
+	return nil
+}
+
+// idle reports whether stream id was never opened by the client.
+func (c *conn) idle(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return id > c.lastID
+}
+
+// Limits on what a client may do that costs the server work and does not
+// move a call forward: a PING or SETTINGS to answer, a call reset or
+// refused, a frame on a closed stream. A client has calmBurst such
+// actions, and gains calmRate a second up to calmBurst again; beyond
+// that its connection ends with ENHANCE_YOUR_CALM. Clients send a few
+// pings a minute and reset the calls they give up on, far below this.
+const (
+	calmBurst = 2000
+	calmRate  = 1000
+)
+
+// calm spends n of the client's allowance of actions without effect and
+// reports whether it had enough. The reader alone calls it.
+func (c *conn) calm(n float64) bool {
+	now := time.Now()
+	if !c.calmAt.IsZero() {
+		c.calmTokens = min(calmBurst, c.calmTokens+now.Sub(c.calmAt).Seconds()*calmRate)
+	}
+	c.calmAt = now
+	c.calmTokens -= n
+	return c.calmTokens >= 0
+}
+
+// maxQueuedControl bounds the control frames (PING and SETTINGS
+// acknowledgements, RST_STREAM) the reader queues for a client that does
+// not read them: beyond it the connection ends with ENHANCE_YOUR_CALM.
+const maxQueuedControl = 1024
+
+// queueControl queues a control frame that answers one from the client,
+// ending the connection when the client leaves too many unread.
+func (c *conn) queueControl(appendFn func([]byte) []byte) error {
+	c.wmu.Lock()
+	if c.wclosed {
+		c.wmu.Unlock()
+		return nil
+	}
+	c.ctrlQueued++
+	over := c.ctrlQueued > maxQueuedControl
+	if !over {
+		c.wbuf = appendFn(c.wbuf)
+	}
+	c.wmu.Unlock()
+	if over {
+		return c.connError(http2.ErrCodeEnhanceYourCalm, "the client does not read what it asks for")
+	}
+	c.kickWriter()
 	return nil
 }
 
@@ -274,6 +358,16 @@ func (c *conn) handleFrame(f http2.Frame) error {
 func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if f.IsAck() {
 		return nil
+	}
+	if !c.calm(1) {
+		return c.connError(http2.ErrCodeEnhanceYourCalm, "too many SETTINGS")
+	}
+	if err := f.ForeachSetting(func(s http2.Setting) error { return s.Valid() }); err != nil {
+		var ce http2.ConnectionError
+		if errors.As(err, &ce) {
+			return c.connError(http2.ErrCode(ce), fmt.Sprintf("bad setting: %v", err))
+		}
+		return c.connError(http2.ErrCodeProtocol, fmt.Sprintf("bad setting: %v", err))
 	}
 	var connErr error
 	c.mu.Lock()
@@ -302,8 +396,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if connErr != nil {
 		return c.connError(http2.ErrCodeFlowControl, connErr.Error())
 	}
-	c.queue(appendSettingsAck)
-	return nil
+	return c.queueControl(appendSettingsAck)
 }
 
 // onWindowUpdate grows a send window.
@@ -321,8 +414,12 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	}
 	c.mu.Lock()
 	st := c.streams[f.StreamID]
+	idle := f.StreamID > c.lastID
 	c.mu.Unlock()
 	if st == nil {
+		if idle {
+			return c.connError(http2.ErrCodeProtocol, fmt.Sprintf("WINDOW_UPDATE on stream %d, never opened", f.StreamID))
+		}
 		return nil // a stream that ended; updates may still be on the way
 	}
 	c.wmu.Lock()
@@ -358,7 +455,14 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		if idle {
 			return c.connError(http2.ErrCodeProtocol, "data on a stream never opened")
 		}
-		return nil // a stream that ended or was reset: drop what is in flight
+		if c.resetByServer(f.StreamID) {
+			return nil // sent before the client saw the reset: dropped
+		}
+		// The client ended or reset the stream itself (RFC 9113, section 5.1).
+		if !c.calm(1) {
+			return c.connError(http2.ErrCodeEnhanceYourCalm, "too much data on closed streams")
+		}
+		return c.queueControl(func(b []byte) []byte { return appendRSTStream(b, f.StreamID, http2.ErrCodeStreamClosed) })
 	}
 	return st.onData(f.Data(), n, f.StreamEnded())
 }
@@ -368,7 +472,79 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 	if st := c.removeStream(id); st != nil {
 		st.abort(fmt.Errorf("stream reset by the server: %v", code))
 	}
-	c.queue(func(b []byte) []byte { return appendRSTStream(b, id, code) })
+	c.queueReset(id, code)
+}
+
+// queueReset queues a RST_STREAM.
+func (c *conn) queueReset(id uint32, code http2.ErrCode) {
+	c.wmu.Lock()
+	if !c.wclosed {
+		c.appendResetLocked(id, code)
+	}
+	c.wmu.Unlock()
+	c.kickWriter()
+}
+
+// resetWindow is how many of the streams a client opened last the
+// server remembers whether it reset. Frames on an older closed stream
+// are ignored, as RFC 9113 allows for streams the server reset.
+const resetWindow = 4096
+
+// appendResetLocked queues a RST_STREAM and remembers the stream as reset
+// by the server. c.wmu is held.
+func (c *conn) appendResetLocked(id uint32, code http2.ErrCode) {
+	c.wbuf = appendRSTStream(c.wbuf, id, code)
+	i := id >> 1 % resetWindow
+	c.resets[i/64] |= 1 << (i % 64)
+}
+
+// resetByServer reports whether frames on closed stream id are to be
+// ignored: the server reset it, or it is too old to tell.
+func (c *conn) resetByServer(id uint32) bool {
+	c.mu.Lock()
+	old := c.lastID-id >= 2*resetWindow
+	c.mu.Unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	i := id >> 1 % resetWindow
+	return old || c.resets[i/64]&(1<<(i%64)) != 0
+}
+
+// opened forgets the resets remembered for the slots that the streams
+// after prev up to id take over. c.mu is held.
+func (c *conn) opened(prev, id uint32) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if id-prev >= 2*resetWindow {
+		clear(c.resets[:])
+		return
+	}
+	for s := prev + 1; s <= id; s++ {
+		if s%2 == 1 {
+			i := s >> 1 % resetWindow
+			c.resets[i/64] &^= 1 << (i % 64)
+		}
+	}
+}
+
+// runCall runs a call's handler on a worker once fewer than
+// MaxConcurrentStreams handlers of the connection run. Waiting blocks
+// the reader: only a client whose reset calls have handlers still running
+// gets there (the stream table alone bounds the others).
+func (c *conn) runCall(f func()) {
+	select {
+	case c.calls <- struct{}{}:
+	default:
+		select {
+		case c.calls <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+	c.srv.run(func() {
+		defer func() { <-c.calls }()
+		f()
+	})
 }
 
 // removeStream takes a stream out of the table, closing the connection
@@ -499,6 +675,7 @@ func (c *conn) takeWrite() (buf []byte, closing, ok bool) {
 	c.wbuf = c.spare[:0]
 	c.spare = nil
 	c.writing = true
+	c.ctrlQueued = 0
 	return buf, c.wclosed, true
 }
 

@@ -32,6 +32,10 @@ type stream struct {
 	// Used by the reader only.
 	partial    []byte // bytes of a message still arriving
 	dispatched bool   // a unary call was started
+	drain      bool   // no call: the request was answered, its body is dropped
+	// contentLength is the request's content-length, -1 when it has none;
+	// bodyLen counts the bytes of its DATA frames so far.
+	contentLength, bodyLen int64
 
 	// Used by the goroutine running the call.
 	inline   bool // the call runs on the connection's reader
@@ -71,17 +75,22 @@ var (
 func (c *conn) onHeaders(f http2.Frame) error {
 	var req request
 	done, err := c.hblock.add(f, &req)
+	if errors.Is(err, errHeaderBlockTooLarge) {
+		return c.connError(http2.ErrCodeEnhanceYourCalm, err.Error())
+	}
 	if err != nil {
 		return c.connError(http2.ErrCodeCompression, err.Error())
 	}
 	if !done {
 		return nil
 	}
-	id, ended := c.hblock.streamID, c.hblock.end
+	h := c.hblock
+	id, ended := h.streamID, h.end
 	c.mu.Lock()
 	if st := c.streams[id]; st != nil {
 		c.mu.Unlock()
-		if !ended {
+		// Trailers: they end the client's side and carry no pseudo-header.
+		if !ended || h.selfDep || h.malformed != nil || req.pseudo != 0 {
 			c.resetStream(id, http2.ErrCodeProtocol)
 			return nil
 		}
@@ -89,29 +98,50 @@ func (c *conn) onHeaders(f http2.Frame) error {
 	}
 	if id%2 == 0 || id <= c.lastID {
 		c.mu.Unlock()
+		if id%2 == 1 && c.resetByServer(id) {
+			return nil // the client sent it before it saw the reset
+		}
 		return c.connError(http2.ErrCodeProtocol, fmt.Sprintf("stream %d opened out of order", id))
 	}
+	c.opened(c.lastID, id)
 	c.lastID = id
 	refuse := c.goingAway || uint32(len(c.streams)) >= c.opts.MaxConcurrentStreams
 	c.mu.Unlock()
 	if refuse {
-		c.queue(func(b []byte) []byte { return appendRSTStream(b, id, http2.ErrCodeRefusedStream) })
+		if !c.calm(1) {
+			return c.connError(http2.ErrCodeEnhanceYourCalm, "too many refused streams")
+		}
+		c.queueReset(id, http2.ErrCodeRefusedStream)
 		return nil
 	}
-	if c.hblock.truncated {
+	if h.truncated {
 		c.refuse(id, ended, 431, codes.ResourceExhausted, "request headers too large")
 		return nil
 	}
-	if err := c.hblock.invalid; err != nil {
-		c.refuse(id, ended, 200, codes.Internal, err.Error())
+	if h.malformed == nil {
+		h.malformed = req.complete()
+	}
+	if h.malformed == nil && h.selfDep {
+		h.malformed = errors.New("a stream depends on itself")
+	}
+	if h.malformed == nil && ended && req.contentLength > 0 {
+		h.malformed = errors.New("content-length without a body")
+	}
+	if h.malformed != nil {
+		// A stream error (RFC 9113, section 8.1.1); the call never starts.
+		c.queueReset(id, http2.ErrCodeProtocol)
 		return nil
 	}
 	if req.method != "POST" {
-		c.refuse(id, ended, 405, codes.Internal, "gRPC calls use POST, not "+req.method)
+		c.answerHTTP(id, ended, 405, "gRPC calls use POST, not "+req.method, req.contentLength)
 		return nil
 	}
 	if !isGRPCContentType(req.contentType) {
-		c.refuse(id, ended, 415, codes.Internal, fmt.Sprintf("content-type %q is not gRPC's", req.contentType))
+		c.answerHTTP(id, ended, 415, fmt.Sprintf("content-type %q is not gRPC's", req.contentType), req.contentLength)
+		return nil
+	}
+	if err := req.grpcErr; err != nil {
+		c.refuse(id, ended, 200, codes.Internal, err.Error())
 		return nil
 	}
 	if req.encoding != "" && req.encoding != "identity" && req.encoding != "gzip" {
@@ -130,12 +160,44 @@ func (c *conn) onHeaders(f http2.Frame) error {
 	c.mu.Unlock()
 	if m.stream != nil {
 		st.dispatched = true
-		c.srv.run(st.runStream)
+		c.runCall(st.runStream)
 	}
 	if ended {
 		return st.onData(nil, 0, true)
 	}
 	return nil
+}
+
+// answerHTTP answers a request that is no gRPC call (another method or
+// content type) with an HTTP status. While the client is still sending
+// its body, the stream stays open to take it (flow control and
+// content-length still apply) and drops it.
+func (c *conn) answerHTTP(id uint32, clientDone bool, httpStatus int, msg string, contentLength int64) {
+	c.wmu.Lock()
+	if !c.wclosed {
+		c.appendTrailersOnly(id, httpStatus, status.New(codes.Internal, msg), nil)
+	}
+	sendWin := c.peerInitWin
+	c.wmu.Unlock()
+	c.kickWriter()
+	if clientDone {
+		return
+	}
+	st := &stream{
+		c:             c,
+		id:            id,
+		drain:         true,
+		ctx:           c.ctx,
+		cancel:        func() {},
+		recvWin:       int64(c.opts.WindowSize),
+		notify:        make(chan struct{}, 1),
+		contentLength: contentLength,
+		sendWin:       sendWin,
+		sendDone:      true,
+	}
+	c.mu.Lock()
+	c.streams[id] = st
+	c.mu.Unlock()
 }
 
 // refuse answers a call that cannot start with a status and no message.
@@ -144,7 +206,7 @@ func (c *conn) refuse(id uint32, clientDone bool, httpStatus int, code codes.Cod
 	if !c.wclosed {
 		c.appendTrailersOnly(id, httpStatus, status.New(code, msg), nil)
 		if !clientDone {
-			c.wbuf = appendRSTStream(c.wbuf, id, http2.ErrCodeNo)
+			c.appendResetLocked(id, http2.ErrCodeNo)
 		}
 	}
 	c.wmu.Unlock()
@@ -160,6 +222,8 @@ func (c *conn) newStream(id uint32, m *method, req *request) *stream {
 		recvWin: int64(c.opts.WindowSize),
 		notify:  make(chan struct{}, 1),
 		md:      req.md,
+
+		contentLength: req.contentLength,
 	}
 	c.wmu.Lock()
 	st.sendWin = c.peerInitWin
@@ -192,6 +256,22 @@ func (st *stream) onData(data []byte, n int64, end bool) error {
 		st.c.resetStream(st.id, http2.ErrCodeFlowControl)
 		return nil
 	}
+	if st.contentLength >= 0 {
+		st.bodyLen += int64(len(data))
+		if st.bodyLen > st.contentLength || end && st.bodyLen != st.contentLength {
+			// Malformed (RFC 9113, section 8.1.1): a stream error.
+			st.c.resetStream(st.id, http2.ErrCodeProtocol)
+			return nil
+		}
+	}
+	if st.drain {
+		if end {
+			st.c.removeStream(st.id)
+			return nil
+		}
+		st.release()
+		return nil
+	}
 	if err := st.takeMessages(data); err != nil {
 		st.failRecv(err)
 		return nil
@@ -212,7 +292,7 @@ func (st *stream) onData(data []byte, n int64, end bool) error {
 	}
 	st.dispatched = true
 	if !st.m.inline {
-		st.c.srv.run(st.runUnary)
+		st.c.runCall(st.runUnary)
 		return nil
 	}
 	st.inline = true
@@ -510,7 +590,7 @@ func (st *stream) finish(resp any, err error) {
 			st.sendDone = true
 			c.appendTrailers(st, toStatus(err))
 			if clientOpen {
-				c.wbuf = appendRSTStream(c.wbuf, st.id, http2.ErrCodeNo)
+				c.appendResetLocked(st.id, http2.ErrCodeNo)
 			}
 		}
 	}
@@ -644,7 +724,7 @@ func statusCodeText(c codes.Code) string {
 // encodeMD HPACK-encodes metadata the handler set.
 func (c *conn) encodeMD(md metadata.MD) {
 	for k, vs := range md {
-		if reservedHeader(k) || len(k) == 0 || k[0] == ':' {
+		if reservedHeader(k) || connectionHeader(k) || len(k) == 0 || k[0] == ':' {
 			continue
 		}
 		bin := len(k) > 4 && k[len(k)-4:] == "-bin"
