@@ -3,7 +3,6 @@ package transport_test
 import (
 	"encoding/xml"
 	"fmt"
-	"go/build"
 	"net"
 	"os"
 	"os/exec"
@@ -19,9 +18,9 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 )
 
-// h2specInstall is how to install the h2spec this test runs; .ci/run
-// installs the same version.
-const h2specInstall = "go install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible"
+// h2specPkg names the h2spec this test runs, at its pinned version, for
+// "go install"; .ci/run installs what it names.
+const h2specPkg = "testdata/h2spec.pkg"
 
 // h2specAllowed are the h2spec cases this transport may fail: RFC 9113
 // leaves the behaviour they check to the server, or it belongs to what a
@@ -99,19 +98,36 @@ func TestH2Spec(t *testing.T) {
 	}
 }
 
-// findH2Spec returns the path of h2spec, on PATH or in GOPATH/bin.
+// findH2Spec returns the path of h2spec: on PATH, or where go install
+// puts it (GOBIN, or GOPATH/bin).
 func findH2Spec(t *testing.T) string {
 	t.Helper()
 	if p, err := exec.LookPath("h2spec"); err == nil {
 		return p
 	}
-	for _, dir := range filepath.SplitList(build.Default.GOPATH) {
-		p := filepath.Join(dir, "bin", "h2spec")
+	var dirs []string
+	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
+		lines := strings.Split(string(out), "\n")
+		if len(lines) >= 2 {
+			if lines[0] != "" {
+				dirs = append(dirs, lines[0])
+			}
+			for _, p := range filepath.SplitList(lines[1]) {
+				dirs = append(dirs, filepath.Join(p, "bin"))
+			}
+		}
+	}
+	for _, dir := range dirs {
+		p := filepath.Join(dir, "h2spec")
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	t.Fatalf("h2spec is neither on PATH nor in GOPATH/bin; install it with\n\t%s", h2specInstall)
+	pkg, err := os.ReadFile(h2specPkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Fatalf("h2spec is neither on PATH nor in GOPATH/bin; install it with\n\tgo install %s", strings.TrimSpace(string(pkg)))
 	return ""
 }
 
