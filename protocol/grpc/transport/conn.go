@@ -33,6 +33,8 @@ type conn struct {
 	opts *Options
 
 	writerStarted atomic.Bool
+	closing       atomic.Bool // close was called
+	writeDeadline time.Time   // of the socket; the goroutine writing alone uses it
 
 	// ctx carries the peer and ends when the connection closes; every
 	// call's context derives from it.
@@ -73,14 +75,21 @@ type conn struct {
 	// holds the write with nothing taken.
 	testHookEmptyTake func()
 
+	// held counts the bytes of received messages the connection's streams
+	// hold (recvBudget); starved is set while it waits for the budget.
+	held    atomic.Int64
+	starved atomic.Bool
+
+	fmu         sync.Mutex
+	recvWin     int64 // what the client may still send on the connection
+	recvUnacked int64 // received since the last connection WINDOW_UPDATE
+
 	// Used by the reader only.
-	br          *bufio.Reader
-	fr          *http2.Framer
-	hblock      *headerBlock
-	recvWin     int64     // what the client may still send on the connection
-	recvUnacked int64     // received since the last connection WINDOW_UPDATE
-	calmTokens  float64   // what the client may still do without effect (calm)
-	calmAt      time.Time // when calmTokens was last refilled
+	br         *bufio.Reader
+	fr         *http2.Framer
+	hblock     *headerBlock
+	calmTokens float64   // what the client may still do without effect (calm)
+	calmAt     time.Time // when calmTokens was last refilled
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -190,6 +199,14 @@ func (c *conn) end(err error) {
 	c.kickWriter() // close kicks only the first time; the writer may have skipped that kick while the reader wrote
 	<-c.writerDone
 	c.nc.Close()
+	c.mu.Lock()
+	streams := c.streams
+	c.streams = make(map[uint32]*stream)
+	c.mu.Unlock()
+	for _, st := range streams {
+		st.releaseHeld()
+	}
+	c.forgetStarved()
 	c.srv.connEnded(c)
 }
 
@@ -436,16 +453,8 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 // onData credits the connection window and hands the data to its stream.
 func (c *conn) onData(f *http2.DataFrame) error {
 	n := int64(f.Header().Length)
-	c.recvWin -= n
-	if c.recvWin < 0 {
-		return c.connError(http2.ErrCodeFlowControl, "data beyond the connection window")
-	}
-	c.recvUnacked += n
-	if c.recvUnacked >= int64(c.opts.ConnWindowSize)/4 {
-		incr := c.recvUnacked
-		c.recvUnacked = 0
-		c.recvWin += incr
-		c.queue(func(b []byte) []byte { return appendWindowUpdate(b, 0, uint32(incr)) })
+	if err := c.takeData(n); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	st := c.streams[f.StreamID]
@@ -588,6 +597,7 @@ func (c *conn) close() {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.closing.Store(true)
 	c.cancel()
 	if !c.writerStarted.Load() {
 		c.raw.Close() // still negotiating: nothing to send
@@ -676,6 +686,9 @@ func (c *conn) takeWrite() (buf []byte, closing, ok bool) {
 	c.spare = nil
 	c.writing = true
 	c.ctrlQueued = 0
+	if len(buf) >= maxQueuedWrite {
+		c.winCond.Broadcast() // senders wait for room in the buffer
+	}
 	return buf, c.wclosed, true
 }
 
@@ -710,9 +723,16 @@ func (c *conn) flushFromReader() {
 	}
 }
 
+// maxQueuedWrite bounds what senders queue for a connection beyond what
+// is being written: a sender waits for the writer below it (or for the
+// stall timeout), whatever windows the client grants.
+const maxQueuedWrite = 1 << 20
+
 // write writes a buffer takeWrite gave, hands it back and reports whether
-// more is queued. A failed write closes the connection.
+// more is queued. A failed write closes the connection, and so does one
+// the client does not take within the stall timeout.
 func (c *conn) write(buf []byte) (more bool, err error) {
+	c.armWriteDeadline()
 	_, err = c.nc.Write(buf)
 	more = c.doneWrite(buf)
 	if err != nil {
@@ -721,6 +741,22 @@ func (c *conn) write(buf []byte) (more bool, err error) {
 		c.kickWriter() // the writer may be waiting for this writer to finish
 	}
 	return more, err
+}
+
+// armWriteDeadline makes a write the client does not take within
+// between half the stall timeout and the whole of it fail. It moves the
+// deadline only when half of it has passed, so a busy connection rarely
+// pays for it. Only the goroutine writing calls it.
+func (c *conn) armWriteDeadline() {
+	now := time.Now()
+	if c.writeDeadline.Sub(now) > c.opts.StallTimeout/2 {
+		return
+	}
+	c.writeDeadline = now.Add(c.opts.StallTimeout)
+	c.nc.SetWriteDeadline(c.writeDeadline)
+	if c.closing.Load() {
+		c.nc.SetWriteDeadline(now.Add(closeWriteTimeout)) // close set it first
+	}
 }
 
 // maxSpareBuffer is the largest write buffer kept for reuse.

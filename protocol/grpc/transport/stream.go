@@ -9,6 +9,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -42,14 +43,16 @@ type stream struct {
 	detached bool // Detach handed reading to another goroutine
 	corked   bool // Cork holds back the writer
 
-	mu         sync.Mutex
-	msgs       []inMsg // received, not yet read by the handler
-	queued     int     // bytes in msgs
-	unreleased int64   // received bytes not yet credited to the client
-	recvWin    int64   // what the client may still send on the stream
-	recvDone   bool    // the client ended its side (END_STREAM)
-	recvErr    error   // why reading ended early
-	notify     chan struct{}
+	mu          sync.Mutex
+	msgs        []inMsg // received, not yet read by the handler
+	queued      int     // bytes in msgs
+	heldPartial int64   // bytes of partial counted in the receive budget
+	gone        bool    // the stream no longer counts in the receive budget
+	unreleased  int64   // received bytes not yet credited to the client
+	recvWin     int64   // what the client may still send on the stream
+	recvDone    bool    // the client ended its side (END_STREAM)
+	recvErr     error   // why reading ended early
+	notify      chan struct{}
 
 	// Guarded by c.wmu.
 	sendWin    int64
@@ -344,6 +347,7 @@ func (st *stream) takeMessages(data []byte) error {
 		if len(st.partial) < 5 {
 			k := min(5-len(st.partial), len(data))
 			st.partial = append(st.partial, data[:k]...)
+			st.holdPartial(int64(k))
 			data = data[k:]
 			if len(st.partial) < 5 {
 				return nil
@@ -355,10 +359,12 @@ func (st *stream) takeMessages(data []byte) error {
 		size := int(binary.BigEndian.Uint32(st.partial[1:5]))
 		k := min(size+5-len(st.partial), len(data))
 		st.partial = append(st.partial, data[:k]...)
+		st.holdPartial(int64(k))
 		data = data[k:]
 		if len(st.partial) < size+5 {
 			return nil
 		}
+		st.holdPartial(-int64(len(st.partial)))
 		st.queueMessage(st.partial[0] == 1, st.partial[5:])
 		if cap(st.partial) > maxKeptPartial {
 			st.partial = nil
@@ -386,7 +392,11 @@ func (st *stream) queueMessage(compressed bool, payload []byte) {
 	st.mu.Lock()
 	st.msgs = append(st.msgs, inMsg{buf: buf, compressed: compressed})
 	st.queued += len(payload)
+	counted := !st.gone
 	st.mu.Unlock()
+	if counted {
+		st.c.addHeld(int64(len(payload)))
+	}
 	st.signal()
 }
 
@@ -459,6 +469,7 @@ func (st *stream) abort(err error) {
 		st.recvErr = err
 	}
 	st.mu.Unlock()
+	st.releaseHeld()
 	st.c.wmu.Lock()
 	st.sendDone = true
 	st.c.winCond.Broadcast()
@@ -477,7 +488,11 @@ func (st *stream) next() (inMsg, error) {
 			st.msgs[0] = inMsg{}
 			st.msgs = st.msgs[1:]
 			st.queued -= len(*m.buf)
+			counted := !st.gone
 			st.mu.Unlock()
+			if counted {
+				st.c.addHeld(-int64(len(*m.buf)))
+			}
 			st.release()
 			return m, nil
 		}
@@ -604,6 +619,7 @@ func (st *stream) finish(resp any, err error) {
 
 // dropReceived gives back the buffers of messages the handler never read.
 func (st *stream) dropReceived() {
+	st.releaseHeld()
 	st.mu.Lock()
 	msgs := st.msgs
 	st.msgs = nil
@@ -751,13 +767,18 @@ func (st *stream) writeMessageLocked(payload mem.BufferSlice) error {
 	rest := 5 + total
 	part, partIdx, off := prefix[:], -1, 0
 	var stopWake func() bool
+	var stall *time.Timer
 	defer func() {
 		if stopWake != nil {
 			stopWake()
 		}
+		if stall != nil {
+			stall.Stop()
+		}
 	}()
+	var waitSince time.Time
 	for rest > 0 {
-		for c.sendWin <= 0 || st.sendWin <= 0 {
+		for c.sendWin <= 0 || st.sendWin <= 0 || len(c.wbuf) >= maxQueuedWrite {
 			if st.sendDone || c.wclosed {
 				return status.Error(codes.Canceled, "the call ended while sending")
 			}
@@ -771,10 +792,32 @@ func (st *stream) writeMessageLocked(payload mem.BufferSlice) error {
 					c.wmu.Unlock()
 				})
 			}
+			timeout := c.opts.StallTimeout
+			switch {
+			case waitSince.IsZero():
+				waitSince = time.Now()
+				if stall == nil {
+					stall = time.AfterFunc(timeout, func() {
+						c.wmu.Lock()
+						c.winCond.Broadcast()
+						c.wmu.Unlock()
+					})
+				} else {
+					stall.Reset(timeout)
+				}
+			case time.Since(waitSince) >= timeout:
+				// The client takes nothing: the call ends, and so does
+				// what it had queued for the client.
+				st.sendDone = true
+				c.appendResetLocked(st.id, http2.ErrCodeCancel)
+				st.cancel()
+				return status.Errorf(codes.Unavailable, "the client took nothing for %v", timeout)
+			}
 			st.detach()    // the reader must read on for the client's credit to arrive
 			c.kickWriter() // and what is queued must go out for the client to grant it
 			c.winCond.Wait()
 		}
+		waitSince = time.Time{}
 		if st.sendDone || c.wclosed {
 			return status.Error(codes.Canceled, "the call ended while sending")
 		}
