@@ -537,24 +537,34 @@ func (c *conn) opened(prev, id uint32) {
 }
 
 // runCall runs a call's handler on a worker once fewer than
-// MaxConcurrentStreams handlers of the connection run. Waiting blocks
-// the reader: only a client whose reset calls have handlers still running
-// gets there (the stream table alone bounds the others).
-func (c *conn) runCall(f func()) {
+// MaxConcurrentStreams handlers of the connection run. The stream table
+// bounds the calls open, so only a client whose reset calls' handlers
+// still run has to wait; the reader waits for them, and if none ends
+// within handlerWait, the connection ends with ENHANCE_YOUR_CALM.
+func (c *conn) runCall(f func()) error {
 	select {
 	case c.calls <- struct{}{}:
 	default:
+		t := time.NewTimer(handlerWait)
+		defer t.Stop()
 		select {
 		case c.calls <- struct{}{}:
 		case <-c.ctx.Done():
-			return
+			return nil
+		case <-t.C:
+			return c.connError(http2.ErrCodeEnhanceYourCalm, "the handlers of too many reset calls still run")
 		}
 	}
 	c.srv.run(func() {
 		defer func() { <-c.calls }()
 		f()
 	})
+	return nil
 }
+
+// handlerWait is how long a new call waits for the handlers of reset
+// calls to end (runCall).
+const handlerWait = time.Second
 
 // removeStream takes a stream out of the table, closing the connection
 // if it was the last one after GOAWAY.

@@ -163,7 +163,9 @@ func (c *conn) onHeaders(f http2.Frame) error {
 	c.mu.Unlock()
 	if m.stream != nil {
 		st.dispatched = true
-		c.runCall(st.runStream)
+		if err := c.runCall(st.runStream); err != nil {
+			return err
+		}
 	}
 	if ended {
 		return st.onData(nil, 0, true)
@@ -295,8 +297,7 @@ func (st *stream) onData(data []byte, n int64, end bool) error {
 	}
 	st.dispatched = true
 	if !st.m.inline {
-		st.c.runCall(st.runUnary)
-		return nil
+		return st.c.runCall(st.runUnary)
 	}
 	st.inline = true
 	st.runUnary()
