@@ -20,6 +20,10 @@ const benchProgram = "karman-bench"
 // the PATH.
 var errNoBenchProgram = errors.New("bench: " + benchProgram + " not found")
 
+// executable returns the path of this program's executable; tests
+// replace it.
+var executable = os.Executable
+
 // newBenchExecCmd returns "bench <name>", which runs "karman-bench <name>"
 // with the same arguments in place of this process.
 func newBenchExecCmd(name, short string) *cobra.Command {
@@ -49,7 +53,7 @@ then on the PATH. "karman bench ` + name + ` --help" lists the flags.`,
 // findBenchProgram returns the path of karman-bench: beside this
 // executable, else on the PATH.
 func findBenchProgram() (string, error) {
-	exe, exeErr := os.Executable()
+	exe, exeErr := executable()
 	if exeErr == nil {
 		if path, err := exec.LookPath(filepath.Join(filepath.Dir(exe), benchProgram)); err == nil {
 			return path, nil
