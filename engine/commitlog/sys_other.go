@@ -4,9 +4,11 @@ package commitlog
 
 import "os"
 
-// allocate gives f its full size.
-func allocate(f *os.File, size int64) error {
-	return f.Truncate(size)
+// reserveBlocks makes the file system allocate the blocks of f's bytes
+// [from, to) by writing zeros over them: this platform has no fallocate.
+// Nothing at or after from may hold data.
+func reserveBlocks(f *os.File, from, to int64) error {
+	return writeZeros(f, from, to)
 }
 
 // dataRanges calls fn for [from, to): this platform cannot tell where holes are.
