@@ -46,7 +46,7 @@ func (l *Log) prefaultLoop() {
 		}
 		short = err != nil
 	}
-	reserve(last + minReserveWindow)
+	reserve(last + 2*minReserveWindow)
 	zero := l.writeThrough && (l.opts.hooks == nil || !l.opts.hooks.manualZero)
 	if zero {
 		zero = l.zeroAhead(last + minZeroWindow)
@@ -61,7 +61,12 @@ func (l *Log) prefaultLoop() {
 		rate := end - last // bytes per tick
 		last = end
 		window := min(rate*int64(time.Second/prefaultTick), prefaultMaxWindow)
-		reserve(end + max(window, minReserveWindow))
+		// Reserve in steps, not a little every tick: each reservation
+		// changes the file's block map, and the next sync must then
+		// commit the file system's journal (see writethrough.go).
+		if ahead := max(window, minReserveWindow); l.reserved.Load()-end < ahead {
+			reserve(end + 2*ahead)
+		}
 		if zero {
 			zero = l.zeroAhead(end + min(max(window, minZeroWindow), maxZeroWindow))
 		}

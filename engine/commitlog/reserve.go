@@ -18,10 +18,15 @@ import (
 // the process with SIGBUS, and a write that fails half-way leaves bytes
 // past the end that recovery would have to tell from records.
 //
-// The prefaulter keeps the blocks up to a few MiB ahead of the writer
-// reserved (more under load: as far as it prefaults), reserveChunk per
-// hold of the writer lock; an append that finds its bytes not yet reserved
-// reserves them itself, at least reserveChunk. When the file system has no
+// The prefaulter keeps the blocks ahead of the writer reserved: when fewer
+// than W bytes ahead are, it reserves up to 2W ahead, reserveChunk per
+// hold of the writer lock, where W is minReserveWindow (4 MiB) or, under
+// load, as far as it prefaults (a second of appends, 64 MiB at most). It
+// reserves in such steps, not a little every tick, because each
+// reservation changes the file's block map, and the sync after it must
+// then commit the file system's journal too (see writethrough.go); in
+// steps, few syncs pay for it. An append that finds its bytes not yet
+// reserved reserves them itself, at least reserveChunk. When the file system has no
 // room, the append fails with an error matching ErrNoSpace (and the file
 // system's own error, syscall.ENOSPC), having written nothing: the log
 // stays usable, and the same append succeeds once space is freed.
@@ -37,7 +42,7 @@ import (
 const (
 	// reserveChunk is the least an append reserves when it must, and the
 	// most the prefaulter reserves per hold of the writer lock.
-	reserveChunk = 1 << 20
+	reserveChunk = 4 << 20
 	// minReserveWindow is how far ahead of the writer the prefaulter
 	// keeps blocks reserved even when the log is idle: as far as it may
 	// write zeros with FlushSync (maxZeroWindow), so that those never wait.
