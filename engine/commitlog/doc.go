@@ -136,7 +136,7 @@
 //
 // A segment file holds no blocks when it is made. The blocks in front of
 // the writer are reserved with fallocate (by writing zeros where that is
-// not supported): a background goroutine keeps at least 4 MiB ahead
+// not supported): a background goroutine keeps at least 2 MiB ahead
 // reserved, and an append that reaches past the reserved blocks reserves
 // them itself. Nothing is ever stored into a page whose blocks are not
 // reserved, so a full disk cannot kill the process with SIGBUS through the

@@ -20,7 +20,7 @@ import (
 //
 // The prefaulter keeps the blocks ahead of the writer reserved: when fewer
 // than W bytes ahead are, it reserves up to 2W ahead, reserveChunk per
-// hold of the writer lock, where W is minReserveWindow (4 MiB) or, under
+// hold of the writer lock, where W is minReserveWindow (2 MiB) or, under
 // load, as far as it prefaults (a second of appends, 64 MiB at most). It
 // reserves in such steps, not a little every tick, because each
 // reservation changes the file's block map, and the sync after it must
@@ -44,9 +44,10 @@ const (
 	// most the prefaulter reserves per hold of the writer lock.
 	reserveChunk = 4 << 20
 	// minReserveWindow is how far ahead of the writer the prefaulter
-	// keeps blocks reserved even when the log is idle: as far as it may
-	// write zeros with FlushSync (maxZeroWindow), so that those never wait.
-	minReserveWindow = 4 << 20
+	// keeps blocks reserved even when the log is idle (2 to 4 MiB ahead:
+	// see above). With FlushSync it writes zeros at most as far ahead as
+	// it reserves, so that those find their blocks reserved.
+	minReserveWindow = 2 << 20
 )
 
 // reserve reserves the blocks of the active segment from the reserved
