@@ -38,8 +38,11 @@ type Log struct {
 	// segment are reserved (see reserve.go); the writer never stores at or
 	// past it. Written under wmu; read without it by the prefaulter.
 	reserved atomic.Int64
-	preReq   chan int64
-	preRes   chan preallocated
+	// noFallocate is set once fallocate was found not supported: blocks
+	// are then reserved by writing zeros.
+	noFallocate atomic.Bool
+	preReq      chan int64
+	preRes      chan preallocated
 
 	end     atomic.Int64 // next append offset; every frame before it is complete
 	flushed atomic.Int64 // every frame before it is durable

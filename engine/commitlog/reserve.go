@@ -19,14 +19,15 @@ import (
 // past the end that recovery would have to tell from records.
 //
 // The prefaulter keeps the blocks ahead of the writer reserved: when fewer
-// than W bytes ahead are, it reserves up to 2W ahead, reserveChunk per
-// hold of the writer lock, where W is minReserveWindow (2 MiB) or, under
-// load, as far as it prefaults (a second of appends, 64 MiB at most). It
-// reserves in such steps, not a little every tick, because each
-// reservation changes the file's block map, and the sync after it must
-// then commit the file system's journal too (see writethrough.go); in
-// steps, few syncs pay for it. An append that finds its bytes not yet
-// reserved reserves them itself, at least reserveChunk. When the file system has no
+// than W bytes ahead are, it reserves up to 2W ahead, where W is
+// minReserveWindow (2 MiB) or, under load, as far as it prefaults (a
+// second of appends, 64 MiB at most). It reserves in such steps, with one
+// fallocate made without the writer lock (it changes no byte), and with
+// FlushSync syncs the file right after, because a reservation changes the
+// file's block map and the next sync must then commit the file system's
+// journal too (see writethrough.go): that sync is then the prefaulter's,
+// not the records'. An append that finds its bytes not yet reserved
+// reserves them itself, at least reserveChunk. When the file system has no
 // room, the append fails with an error matching ErrNoSpace (and the file
 // system's own error, syscall.ENOSPC), having written nothing: the log
 // stays usable, and the same append succeeds once space is freed.
@@ -40,8 +41,9 @@ import (
 // for a broker's data, ext4 and XFS, does.)
 
 const (
-	// reserveChunk is the least an append reserves when it must, and the
-	// most the prefaulter reserves per hold of the writer lock.
+	// reserveChunk is the least an append reserves when it must, and,
+	// where blocks are reserved by writing zeros, the most the prefaulter
+	// writes per hold of the writer lock.
 	reserveChunk = 4 << 20
 	// minReserveWindow is how far ahead of the writer the prefaulter
 	// keeps blocks reserved even when the log is idle (2 to 4 MiB ahead:
@@ -60,15 +62,15 @@ func (l *Log) reserve(to int64) error {
 	if to <= from {
 		return nil
 	}
-	var err error
-	if h := l.opts.hooks; h != nil && h.reserve != nil {
-		err = h.reserve(from, to)
-	}
+	err := l.reserveHook(from, to)
 	if err == nil && l.file == nil {
 		err = os.ErrClosed
 	}
 	if err == nil {
-		err = reserveBlocks(l.file, from-seg.base, to-seg.base)
+		err = l.fallocate(l.file, from-seg.base, to-seg.base)
+	}
+	if errors.Is(err, errNoFallocate) {
+		err = writeZeros(l.file, from-seg.base, to-seg.base)
 	}
 	if err != nil {
 		return spaceErrorf(err, "reserve blocks [%d, %d) of segment %s", from, to, segmentName(seg.base))
@@ -93,11 +95,34 @@ func (l *Log) reserveFor(need int64) error {
 	return nil
 }
 
+// errNoFallocate says that the file system cannot reserve blocks without
+// writing them.
+var errNoFallocate = errors.New("commitlog: fallocate is not supported")
+
+// fallocate is fallocate, remembering when it is not supported.
+func (l *Log) fallocate(f *os.File, from, to int64) error {
+	if l.noFallocate.Load() {
+		return errNoFallocate
+	}
+	err := fallocate(f, from, to)
+	if errors.Is(err, errNoFallocate) {
+		l.noFallocate.Store(true)
+	}
+	return err
+}
+
 // reserveAhead reserves the blocks up to log offset to, at most to the
-// end of the active segment, reserveChunk per hold of the writer lock. It
-// returns the error of a reservation that failed, and nil once the log is
-// closing.
+// end of the active segment. It returns the error of a reservation that
+// failed, and nil once the log is closing.
 func (l *Log) reserveAhead(to int64) error {
+	if !l.noFallocate.Load() {
+		err := l.fallocateAhead(to)
+		if !errors.Is(err, errNoFallocate) {
+			return err
+		}
+	}
+	// Zeros are data: they are written under the writer lock, past the
+	// writer's position, reserveChunk at a time.
 	for {
 		if !l.lockForZeros() {
 			return nil
@@ -117,6 +142,63 @@ func (l *Log) reserveAhead(to int64) error {
 			return err
 		}
 	}
+}
+
+// fallocateAhead is reserveAhead with fallocate: one call, made on a file
+// of its own without the writer lock (fallocate changes no byte, so the
+// writer may go on meanwhile, and even reserve the same blocks itself),
+// then, with FlushSync, a sync of the file, so that the journal commit the
+// new blocks need is not left to a sync of records. It returns
+// errNoFallocate where fallocate is not supported.
+func (l *Log) fallocateAhead(to int64) error {
+	if !l.lockForZeros() {
+		return nil
+	}
+	if l.closed.Load() || l.failure() != nil || l.file == nil {
+		l.wmu.Unlock()
+		return nil
+	}
+	seg, from := l.active, l.reserved.Load()
+	l.wmu.Unlock()
+	to = min((to+int64(pageSize)-1)&^int64(pageSize-1), seg.base+l.segSize)
+	if to <= from {
+		return nil
+	}
+	err := l.reserveHook(from, to)
+	var f *os.File
+	if err == nil {
+		f, err = os.OpenFile(seg.path, os.O_WRONLY, 0)
+	}
+	if err == nil {
+		defer f.Close()
+		err = l.fallocate(f, from-seg.base, to-seg.base)
+	}
+	if errors.Is(err, errNoFallocate) {
+		return err
+	}
+	if err == nil && l.writeThrough {
+		err = datasync(f)
+	}
+	if err != nil {
+		return spaceErrorf(err, "reserve blocks [%d, %d) of segment %s", from, to, segmentName(seg.base))
+	}
+	if !l.lockForZeros() {
+		return nil
+	}
+	if l.active == seg && l.reserved.Load() < to {
+		l.reserved.Store(to)
+	}
+	l.wmu.Unlock()
+	return nil
+}
+
+// reserveHook returns the error the tests' reserve hook makes reserving
+// [from, to) fail with, if any.
+func (l *Log) reserveHook(from, to int64) error {
+	if h := l.opts.hooks; h != nil && h.reserve != nil {
+		return h.reserve(from, to)
+	}
+	return nil
 }
 
 // writeZeros writes zeros over f's bytes [from, to).

@@ -97,8 +97,18 @@ func mountTmpfs(t *testing.T, size int64) string {
 // reopening. tmpfs is the strict case: a store into a page it cannot back
 // raises SIGBUS, whether through the mapping or a read of a hole.
 func TestFullFileSystem(t *testing.T) {
-	for _, mode := range []FlushMode{FlushAsync, FlushSync} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  FlushMode
+		zeros bool // reserve by writing zeros, as where fallocate is not supported
+	}{
+		{"async", FlushAsync, false},
+		{"sync", FlushSync, false},
+		{"async-zeros", FlushAsync, true},
+		{"sync-zeros", FlushSync, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mode := tc.mode
 			fs := mountTmpfs(t, 8<<20)
 			ballast := filepath.Join(fs, "ballast")
 			if err := os.WriteFile(ballast, make([]byte, 2<<20), 0o644); err != nil {
@@ -107,6 +117,7 @@ func TestFullFileSystem(t *testing.T) {
 			dir := filepath.Join(fs, "log")
 			o := &Options{SegmentSize: 1 << 20, Flush: mode}
 			l := openLog(t, dir, o)
+			l.noFallocate.Store(tc.zeros)
 			var offs []int64
 			add := func(i int) error {
 				var off [1]int64
@@ -156,6 +167,7 @@ func TestFullFileSystem(t *testing.T) {
 			check(l)
 			closeLog(t, l)
 			l = openLog(t, dir, o)
+			l.noFallocate.Store(tc.zeros)
 			check(l)
 			if got := len(scanAll(t, l)); got != len(offs) {
 				t.Fatalf("after reopening, scan found %d records, %d were acknowledged", got, len(offs))

@@ -7,22 +7,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reserveBlocks makes the file system reserve the blocks of f's bytes
-// [from, to), so that storing into those pages through a mapping cannot
-// fail for lack of space (which would kill the process with SIGBUS). It
-// uses fallocate; where the file system cannot (EOPNOTSUPP, or EINVAL
-// from some), it writes zeros over the range instead, which the caller
-// must allow: nothing at or after from may hold data.
-func reserveBlocks(f *os.File, from, to int64) error {
-	if to <= from {
-		return nil
-	}
+// fallocate reserves the blocks of f's bytes [from, to). It returns
+// errNoFallocate where the file system cannot (EOPNOTSUPP, or EINVAL from
+// some).
+func fallocate(f *os.File, from, to int64) error {
 	err := unix.Fallocate(int(f.Fd()), 0, from, to-from)
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
-		return writeZeros(f, from, to)
+		return errNoFallocate
 	}
 	return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
 }

@@ -4,12 +4,8 @@ package commitlog
 
 import "os"
 
-// reserveBlocks makes the file system allocate the blocks of f's bytes
-// [from, to) by writing zeros over them: this platform has no fallocate.
-// Nothing at or after from may hold data.
-func reserveBlocks(f *os.File, from, to int64) error {
-	return writeZeros(f, from, to)
-}
+// fallocate returns errNoFallocate: this platform has none.
+func fallocate(f *os.File, from, to int64) error { return errNoFallocate }
 
 // dataRanges calls fn for [from, to): this platform cannot tell where holes are.
 func dataRanges(f *os.File, from, to int64, fn func(a, b int64) bool) {
