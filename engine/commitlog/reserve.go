@@ -27,7 +27,8 @@ import (
 // file's block map and the next sync must then commit the file system's
 // journal too (see writethrough.go): that sync is then the prefaulter's,
 // not the records'. An append that finds its bytes not yet reserved
-// reserves them itself, at least reserveChunk. When the file system has no
+// reserves them itself, at least reserveChunk (on systems without a
+// prefaulter, the only way blocks get reserved). When the file system has no
 // room, the append fails with an error matching ErrNoSpace (and the file
 // system's own error, syscall.ENOSPC), having written nothing: the log
 // stays usable, and the same append succeeds once space is freed.
