@@ -103,7 +103,10 @@
 // After a clean shutdown nothing was ever written past the end, so Open
 // stops at the first unwritten frame header at the checkpoint without
 // looking further. Otherwise the search skips the holes of the segment
-// files (SEEK_DATA), so it reads only what was written.
+// files (SEEK_DATA), so it reads only what was written. Recovery never
+// reads a hole through the mapping: a file system that backs mappings
+// with memory (tmpfs) allocates a page for a hole that is read, and on a
+// full one that read raises SIGBUS.
 //
 // Corruption before the checkpoint is not looked for at Open; Read and Scan
 // verify every frame they return, so it is found when those bytes are read.

@@ -1,11 +1,16 @@
 package commitlog
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -174,5 +179,128 @@ func TestFullFileSystem(t *testing.T) {
 			}
 			closeLog(t, l)
 		})
+	}
+}
+
+// A writer killed with SIGKILL once the file system is full leaves a log
+// that opens on the still full file system without a fault (recovery does
+// not read the holes past the end, which tmpfs would have to allocate),
+// with every acknowledged record intact, and that takes appends again once
+// space is freed.
+func TestCrashOnFullFileSystem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	fs := mountTmpfs(t, 4<<20)
+	ballast := filepath.Join(fs, "ballast")
+	if err := os.WriteFile(ballast, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(fs, "log")
+	for _, round := range []struct {
+		mode string
+		keep int64 // ballast bytes left afterwards, to make room for the next round
+	}{{"async", 512 << 10}, {"sync", 0}} {
+		mode := round.mode
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvMode+"="+mode, crashEnvSeed+"=1", crashEnvFull+"=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		acked := map[int64]uint64{}
+		full, killed := false, false
+		r := bufio.NewReader(stdout)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				break
+			}
+			switch {
+			case strings.HasPrefix(line, "ACK "):
+				var off int64
+				var h uint64
+				if _, err := fmt.Sscanf(line, "ACK %d %x\n", &off, &h); err != nil {
+					t.Fatalf("bad line %q: %v", line, err)
+				}
+				acked[off] = h
+			case strings.HasPrefix(line, "FULL "):
+				if !strings.Contains(line, "no space left on device") {
+					t.Fatalf("writer: %s", line)
+				}
+				full = true
+			case strings.HasPrefix(line, "ERR "):
+				t.Fatalf("%s: writer: %s", mode, line)
+			}
+			if full && !killed {
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				killed = true
+			}
+		}
+		werr := cmd.Wait()
+		if !killed {
+			t.Fatalf("%s: writer exited without filling the file system: %v\n%s", mode, werr, stderr.String())
+		}
+		// Take what little room is left too: a single page is enough to
+		// read a hole.
+		filler := filepath.Join(fs, "filler")
+		fillUp(t, filler)
+		o := &Options{SegmentSize: crashSegment}
+		check := func(l *Log) {
+			t.Helper()
+			for off, h := range acked {
+				p, err := l.Read(off, nil)
+				if err != nil || !selfConsistent(p) || binary.LittleEndian.Uint64(p) != h {
+					t.Fatalf("%s: acknowledged record at %d: %v", mode, off, err)
+				}
+			}
+		}
+		l, err := Open(dir, o) // still full
+		if err != nil {
+			t.Fatalf("%s: Open on the full file system: %v", mode, err)
+		}
+		check(l)
+		if err := l.Append([][]byte{[]byte("x")}, nil, nil); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("%s: append on the full file system after the crash: %v, want ENOSPC", mode, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: killed when full, %d acknowledged records intact", mode, len(acked))
+		if err := os.Truncate(ballast, round.keep); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := openLog(t, dir, &Options{SegmentSize: crashSegment})
+	appendOne(t, l, []byte("after"))
+	closeLog(t, l)
+}
+
+// fillUp writes the file path until the file system is full.
+func fillUp(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, 4096)
+	for {
+		if _, err := f.Write(page); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return
+		}
 	}
 }

@@ -49,6 +49,28 @@ func dataRanges(f *os.File, from, to int64, fn func(a, b int64) bool) {
 	}
 }
 
+// dataEnd returns the end of the data region of f that holds off (at most
+// size), or off itself when off lies in a hole; size where the file
+// system cannot tell.
+func dataEnd(f *os.File, off, size int64) int64 {
+	fd := int(f.Fd())
+	d, err := unix.Seek(fd, off, unix.SEEK_DATA)
+	if errors.Is(err, unix.ENXIO) {
+		return off // a hole from off to the end of the file
+	}
+	if err != nil {
+		return size
+	}
+	if d > off {
+		return off
+	}
+	h, err := unix.Seek(fd, off, unix.SEEK_HOLE)
+	if err != nil || h > size {
+		return size
+	}
+	return h
+}
+
 // datasync makes f's data durable.
 func datasync(f *os.File) error {
 	return unix.Fdatasync(int(f.Fd()))
