@@ -158,6 +158,7 @@ func (e *Engine) open() error {
 	defer cache.Unref()
 	e.idxErrs = kv.NewBackgroundErrors(e.opts.Logger)
 	e.idxFS = kv.NewDiskFS(e.opts.indexFS, e.disk)
+	e.idxFS.NoLog = true
 	e.idxDead = kv.NewFatal(func(err error) { e.disk.ReportFailure(fmt.Errorf("index: %w", err)) })
 	err = e.idxDead.Run(func() (err error) {
 		e.idx, err = pebble.Open(filepath.Join(e.dir, "index"), &pebble.Options{
