@@ -74,6 +74,13 @@ type Engine struct {
 
 	corrupt atomic.Int64 // records skipped because they failed their checksum
 
+	// retainMu makes retention runs one at a time, so that each counts
+	// only what it deleted.
+	retainMu sync.Mutex
+	// unconsumedDeleted counts the messages retention deleted before a
+	// group consumed them, once per group.
+	unconsumedDeleted atomic.Int64
+
 	// queueMinRead, when set (by tests), is called while queueMin reads a
 	// queue's bounds, between its two reads.
 	queueMinRead func()
@@ -151,6 +158,7 @@ func (e *Engine) open() error {
 	defer cache.Unref()
 	e.idxErrs = kv.NewBackgroundErrors(e.opts.Logger)
 	e.idxFS = kv.NewDiskFS(e.opts.indexFS, e.disk)
+	e.idxFS.NoLog = true
 	e.idxDead = kv.NewFatal(func(err error) { e.disk.ReportFailure(fmt.Errorf("index: %w", err)) })
 	err = e.idxDead.Run(func() (err error) {
 		e.idx, err = pebble.Open(filepath.Join(e.dir, "index"), &pebble.Options{
@@ -335,18 +343,6 @@ func (e *Engine) retainSoon() {
 	case e.retainNow <- struct{}{}:
 	default: // already asked
 	}
-}
-
-// ApplyRetention deletes the commit-log segments that retention allows to
-// delete at time now and returns how many it removed. It runs by itself
-// every RetentionInterval; messages in deleted segments are gone whether or
-// not they were consumed.
-func (e *Engine) ApplyRetention(now time.Time) (int, error) {
-	n, err := e.log.Retain(now, e.opts.RetentionAge, e.opts.RetentionDiskRatio)
-	if n > 0 {
-		e.opts.Logger.Info("retention removed commit-log segments", "segments", n, "min_offset", e.log.MinOffset())
-	}
-	return n, err
 }
 
 // WaitDispatched returns once every message appended before the call is

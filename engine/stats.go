@@ -8,6 +8,10 @@ type Stats struct {
 	LogEndOffset     int64
 	DispatchedOffset int64 // the index covers the log up to here
 	CorruptRecords   int64 // records skipped because they failed their checks
+	// RetentionUnconsumedDeleted counts the messages retention deleted
+	// before a consumer group had consumed them (by its committed offset),
+	// once per group that had not, since the engine opened.
+	RetentionUnconsumedDeleted int64
 	// FileSystemUsed and FileSystemTotal are the bytes used and in all of
 	// the file system holding the commit log (both 0 when unknown).
 	FileSystemUsed, FileSystemTotal uint64
@@ -38,6 +42,8 @@ func (e *Engine) Stats() Stats {
 		LogEndOffset:     e.log.EndOffset(),
 		DispatchedOffset: e.disp.pos.Load(),
 		CorruptRecords:   e.corrupt.Load(),
+
+		RetentionUnconsumedDeleted: e.unconsumedDeleted.Load(),
 	}
 	s.Health = e.Health()
 	if used, total, err := e.log.FileSystemUsage(); err == nil {

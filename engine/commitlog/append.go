@@ -70,6 +70,9 @@ func (l *Log) write(recs [][]byte, s Stamper, offs []int64, total int) (end int6
 			return 0, err
 		}
 	}
+	if err := l.reserveFor(l.active.base + int64(l.pos+total)); err != nil {
+		return 0, err
+	}
 	if l.writeThrough {
 		return l.writeFile(recs, s, offs, total)
 	}
@@ -158,6 +161,9 @@ func (l *Log) endSegment() error {
 		return nil
 	}
 	off := l.active.base + int64(l.pos)
+	if err := l.reserveFor(off + headerSize); err != nil {
+		return err
+	}
 	if !l.writeThrough {
 		putMarker(l.active.data, l.pos, off)
 		return nil
@@ -193,15 +199,19 @@ func (l *Log) nextSegment(base int64) (*segment, error) {
 	return l.createSegment(base)
 }
 
-// createSegment creates the segment at base and counts its bytes.
+// createSegment creates the segment at base and counts its bytes. An
+// error that says the file system is full matches ErrNoSpace.
 func (l *Log) createSegment(base int64) (*segment, error) {
 	if h := l.opts.hooks; h != nil && h.create != nil {
 		if err := h.create(base); err != nil {
-			return nil, fmt.Errorf("commitlog: create segment %s: %w", segmentName(base), err)
+			return nil, spaceErrorf(err, "create segment %s", segmentName(base))
 		}
 	}
 	s, err := createSegmentFile(l.dir, base, l.segSize, l.now())
 	if err != nil {
+		if isNoSpace(err) {
+			return nil, &spaceError{msg: err.Error(), err: err}
+		}
 		return nil, err
 	}
 	l.diskBytes.Add(l.segSize)

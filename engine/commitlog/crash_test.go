@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc64"
 	"log/slog"
@@ -24,6 +25,9 @@ const (
 	crashEnvDir  = "COMMITLOG_CRASH_DIR"
 	crashEnvMode = "COMMITLOG_CRASH_MODE"
 	crashEnvSeed = "COMMITLOG_CRASH_SEED"
+	// crashEnvFull makes the writer report ErrNoSpace with a line "FULL"
+	// and stop that goroutine, instead of exiting.
+	crashEnvFull = "COMMITLOG_CRASH_FULL"
 	crashSegment = 64 << 10
 	crashRounds  = 5
 )
@@ -84,6 +88,12 @@ func TestCrashChild(t *testing.T) {
 				}
 				err := l.Append(recs, nil, offs[:len(recs)])
 				mu.Lock()
+				if errors.Is(err, ErrNoSpace) && os.Getenv(crashEnvFull) != "" {
+					fmt.Fprintf(out, "FULL %v\n", err)
+					out.Flush()
+					mu.Unlock()
+					return
+				}
 				if err != nil {
 					fmt.Fprintf(out, "ERR append: %v\n", err)
 					out.Flush()

@@ -11,7 +11,8 @@
 // A position in the log is a global byte offset. The log is split into
 // segments of Options.SegmentSize bytes (1 GiB by default). Each segment is a
 // file named by the offset of its first byte, written as 20 zero-padded
-// decimal digits, created at full size and mapped read/write:
+// decimal digits, created at full size (sparse: the blocks ahead of the
+// writer are reserved as it goes; see "Disk space") and mapped read/write:
 //
 //	00000000000000000000   offsets [0, S)
 //	00000000001073741824   offsets [S, 2S)      (S = 1 GiB)
@@ -102,7 +103,10 @@
 // After a clean shutdown nothing was ever written past the end, so Open
 // stops at the first unwritten frame header at the checkpoint without
 // looking further. Otherwise the search skips the holes of the segment
-// files (SEEK_DATA), so it reads only what was written.
+// files (SEEK_DATA), so it reads only what was written. Recovery never
+// reads a hole through the mapping: a file system that backs mappings
+// with memory (tmpfs) allocates a page for a hole that is read, and on a
+// full one that read raises SIGBUS.
 //
 // Corruption before the checkpoint is not looked for at Open; Read and Scan
 // verify every frame they return, so it is found when those bytes are read.
@@ -130,6 +134,18 @@
 // way. The checkpoint is then written at most once per FlushInterval;
 // recovery simply scans a little further. A failed sync is permanent: it
 // is returned to the waiting appenders and to every later Append.
+//
+// # Disk space
+//
+// A segment file holds no blocks when it is made. The blocks in front of
+// the writer are reserved with fallocate (by writing zeros where that is
+// not supported): a background goroutine keeps at least 2 MiB ahead
+// reserved, and an append that reaches past the reserved blocks reserves
+// them itself. Nothing is ever stored into a page whose blocks are not
+// reserved, so a full disk cannot kill the process with SIGBUS through the
+// mapping: the append fails with an error matching ErrNoSpace and
+// syscall.ENOSPC, stores nothing, and the log stays usable. A fresh log
+// thus takes what it holds plus a few MiB, not two segments.
 //
 // # Concurrency
 //

@@ -22,6 +22,12 @@ var (
 	ErrOffsetGone = errors.New("commitlog: offset no longer retained")
 	// ErrTooLarge means a record or a batch does not fit in one segment.
 	ErrTooLarge = errors.New("commitlog: record too large")
+	// ErrNoSpace means the file system holding the log has no room for
+	// the blocks an append needs (or for a new segment). The append wrote
+	// nothing and the log stays usable: the same append succeeds once
+	// space is freed. Errors matching it also match the file system's
+	// error, syscall.ENOSPC (or EDQUOT).
+	ErrNoSpace = errors.New("commitlog: no space left for the log")
 )
 
 // OffsetError reports an offset that cannot be served. It matches

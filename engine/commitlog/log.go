@@ -34,8 +34,15 @@ type Log struct {
 	file       *os.File // with writeThrough: active's file, open for writing
 	frames     []byte   // with writeThrough: the batch being written
 	zeroed     int64    // with writeThrough: log offset up to which zeroAhead wrote zeros
-	preReq     chan int64
-	preRes     chan preallocated
+	// reserved is the log offset up to which the blocks of the active
+	// segment are reserved (see reserve.go); the writer never stores at or
+	// past it. Written under wmu; read without it by the prefaulter.
+	reserved atomic.Int64
+	// noFallocate is set once fallocate was found not supported: blocks
+	// are then reserved by writing zeros.
+	noFallocate atomic.Bool
+	preReq      chan int64
+	preRes      chan preallocated
 
 	end     atomic.Int64 // next append offset; every frame before it is complete
 	flushed atomic.Int64 // every frame before it is durable

@@ -84,8 +84,8 @@ type Options struct {
 	OnCorruption func(Corruption)
 
 	// OnNewSegment, if not nil, is called when the writer has moved to a
-	// new segment and when making one failed (a full disk, typically): the
-	// moments the file system fills, when an owner that applies retention
+	// new segment and when making one, or reserving blocks for an append,
+	// failed (a full disk, typically): the moments the file system fills, when an owner that applies retention
 	// by disk use should not wait for its schedule. It is called with the
 	// writer's lock held: it must return at once and must not call the Log.
 	//
@@ -114,6 +114,9 @@ type testHooks struct {
 	// create, if it returns an error, makes creating the segment at base
 	// fail with it.
 	create func(base int64) error
+	// reserve, if it returns an error, makes reserving the blocks of log
+	// offsets [from, to) fail with it.
+	reserve func(from, to int64) error
 	// gatherWindow replaces how long the flusher waits for more
 	// appenders (see gather), given the window it would use.
 	gatherWindow func(d time.Duration) time.Duration

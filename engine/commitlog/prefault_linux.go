@@ -13,7 +13,11 @@ import (
 // goroutine therefore populates the pages just ahead of the writer: a
 // window sized to about a second of the recent write rate (so idle logs
 // prefault nothing and pages populated writable are overwritten soon after
-// they are touched, before the kernel would write their zeros back).
+// they are touched, before the kernel would write their zeros back). It
+// also keeps the blocks ahead of the writer reserved (see reserve.go), at
+// least minReserveWindow and as far as it prefaults, and never prefaults
+// a page that is not: populating such a page would allocate its block
+// itself, or fail on a full disk.
 const (
 	prefaultTick      = 50 * time.Millisecond
 	prefaultMaxWindow = 64 << 20
@@ -32,6 +36,17 @@ func (l *Log) prefaultLoop() {
 	defer t.Stop()
 	last := l.end.Load()
 	var done int64 // pages below are populated
+	short := false // the last reservation failed
+	reserve := func(to int64) {
+		err := l.reserveAhead(to)
+		if err != nil && !short {
+			l.logger.Warn("commitlog: cannot reserve blocks ahead of the writer; appends fail once they reach them", "err", err)
+		} else if err == nil && short {
+			l.logger.Info("commitlog: blocks ahead of the writer reserved again")
+		}
+		short = err != nil
+	}
+	reserve(last + 2*minReserveWindow)
 	zero := l.writeThrough && (l.opts.hooks == nil || !l.opts.hooks.manualZero)
 	if zero {
 		zero = l.zeroAhead(last + minZeroWindow)
@@ -46,6 +61,12 @@ func (l *Log) prefaultLoop() {
 		rate := end - last // bytes per tick
 		last = end
 		window := min(rate*int64(time.Second/prefaultTick), prefaultMaxWindow)
+		// Reserve in steps, not a little every tick: each reservation
+		// changes the file's block map, and the next sync must then
+		// commit the file system's journal (see writethrough.go).
+		if ahead := max(window, minReserveWindow); l.reserved.Load()-end < ahead {
+			reserve(end + 2*ahead)
+		}
 		if zero {
 			zero = l.zeroAhead(end + min(max(window, minZeroWindow), maxZeroWindow))
 		}
@@ -53,10 +74,11 @@ func (l *Log) prefaultLoop() {
 			continue
 		}
 		from := max(done, end)
-		if !l.prefault(from, end+window) {
+		to := min(end+window, l.reserved.Load())
+		if !l.prefault(from, to) {
 			return
 		}
-		done = end + window
+		done = max(done, to)
 	}
 }
 

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"fmt"
 	"os"
+	"slices"
 )
 
 // recovery finds the end of the log at Open; see "Recovery" in the package
@@ -12,6 +13,10 @@ type recovery struct {
 	segs  []*segment // all segments, contiguous, oldest first
 	files []*os.File // their open files, to find holes
 	end   int64      // result: the recovered end offset
+
+	// The data region of segment dataSeg known to hold [dataFrom, dataTo)
+	// (frameAt).
+	dataSeg, dataFrom, dataTo int
 }
 
 // run recovers the log and returns the offset it started verifying from.
@@ -42,7 +47,6 @@ func (r *recovery) run() (from int64, err error) {
 			"reason", why, "from", first)
 	}
 
-	size := int(l.segSize)
 	i := int((from - first) / l.segSize)
 	pos := int(from - first - int64(i)*l.segSize)
 	for {
@@ -52,7 +56,7 @@ func (r *recovery) run() (from int64, err error) {
 			return from, nil
 		}
 		seg := r.segs[i]
-		f := decodeFrame(seg.data, pos, seg.base+int64(pos), size)
+		f := r.frameAt(i, pos)
 		switch f.kind {
 		case frameRecord:
 			pos += f.size
@@ -76,6 +80,26 @@ func (r *recovery) run() (from int64, err error) {
 		r.end = seg.base + int64(pos)
 		return from, r.truncate(i, pos, nonZeroEnd, f.reason)
 	}
+}
+
+// frameAt decodes the frame at pos of segment i without reading the holes
+// of its file: they read as zeros, but a file system that backs a mapping
+// with memory (tmpfs) allocates a page for a hole that is read, and when
+// it is full the read raises SIGBUS.
+func (r *recovery) frameAt(i, pos int) frame {
+	seg := r.segs[i]
+	if len(seg.data)-pos < headerSize {
+		return frame{kind: frameTail}
+	}
+	if pos >= r.dataTo || r.dataSeg != i || pos < r.dataFrom {
+		r.dataSeg, r.dataFrom = i, pos
+		r.dataTo = int(dataEnd(r.files[i], int64(pos), int64(len(seg.data))))
+	}
+	lim := r.dataTo
+	if lim < pos+headerSize && !slices.ContainsFunc(seg.data[pos:lim], func(b byte) bool { return b != 0 }) {
+		return frame{reason: reasonZero}
+	}
+	return decodeFrame(seg.data, pos, seg.base+int64(pos), lim)
 }
 
 // findLater returns the first valid frame after the invalid one at (i, pos):
@@ -105,7 +129,9 @@ func (r *recovery) search(i, from int) (q, nonZeroEnd int) {
 	adviseRandom(seg.data, true)
 	defer adviseRandom(seg.data, false)
 	dataRanges(r.files[i], int64(from), int64(size), func(a, b int64) bool {
-		p, z := findFrame(seg.data, seg.base, max(int(a), from), int(b), size)
+		// Frames are valid only within the data region: past it, reading
+		// the bytes of a frame that claims to be longer could fault.
+		p, z := findFrame(seg.data, seg.base, max(int(a), from), int(b), int(b))
 		nonZeroEnd = max(nonZeroEnd, z)
 		if p >= 0 {
 			q = p

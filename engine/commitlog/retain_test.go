@@ -40,6 +40,16 @@ func TestRetainByAge(t *testing.T) {
 	// At hour 6.5 with a 3h limit, segments left at hours 1, 2 and 3 (the
 	// first three) are too old.
 	now := clock.now().Add(30 * time.Minute)
+	// Retainable says so and deletes nothing.
+	if n, min, err := l.Retainable(now, 3*time.Hour, 0); err != nil || n != 3 || min != 3*seg {
+		t.Fatalf("Retainable = %d, %d, %v; want 3, %d", n, min, err, 3*seg)
+	}
+	if n, min, err := l.Retainable(now, 10*time.Hour, 0); err != nil || n != 0 || min != 0 {
+		t.Fatalf("Retainable with a 10h limit = %d, %d, %v; want 0, 0", n, min, err)
+	}
+	if l.MinOffset() != 0 {
+		t.Fatalf("Retainable moved MinOffset to %d", l.MinOffset())
+	}
 	n, err := l.Retain(now, 3*time.Hour, 0)
 	if err != nil || n != 3 {
 		t.Fatalf("Retain = %d, %v; want 3", n, err)

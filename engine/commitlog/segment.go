@@ -82,8 +82,9 @@ func parseSegmentName(name string) (int64, bool) {
 }
 
 // createSegmentFile creates the segment file for base at full size, durably,
-// and maps it. The file is built under a temporary name and renamed, so a
-// segment file with a final name always has its full size.
+// and maps it. The file is sparse: its blocks are reserved later, ahead of
+// the writer (see reserve.go). It is built under a temporary name and
+// renamed, so a segment file with a final name always has its full size.
 func createSegmentFile(dir string, base, size int64, now time.Time) (*segment, error) {
 	name := segmentName(base)
 	path := filepath.Join(dir, name)
@@ -95,10 +96,10 @@ func createSegmentFile(dir string, base, size int64, now time.Time) (*segment, e
 	if err != nil {
 		return fail("open", err)
 	}
-	if err := allocate(f, size); err != nil {
+	if err := f.Truncate(size); err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return fail("allocate", err)
+		return fail("truncate", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()

@@ -7,18 +7,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// allocate gives f its full size with its blocks reserved, so that writing
-// through the mapping cannot fail for lack of space. File systems that
-// cannot reserve get a sparse file.
-func allocate(f *os.File, size int64) error {
-	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+// fallocate reserves the blocks of f's bytes [from, to). It returns
+// errNoFallocate where the file system cannot (EOPNOTSUPP, or EINVAL from
+// some).
+func fallocate(f *os.File, from, to int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, from, to-from)
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
-		return f.Truncate(size)
+		return errNoFallocate
 	}
-	return err
+	return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
 }
 
 // dataRanges calls fn for each region of [from, to) of f that may hold
@@ -47,6 +47,28 @@ func dataRanges(f *os.File, from, to int64, fn func(a, b int64) bool) {
 		}
 		off = h
 	}
+}
+
+// dataEnd returns the end of the data region of f that holds off (at most
+// size), or off itself when off lies in a hole; size where the file
+// system cannot tell.
+func dataEnd(f *os.File, off, size int64) int64 {
+	fd := int(f.Fd())
+	d, err := unix.Seek(fd, off, unix.SEEK_DATA)
+	if errors.Is(err, unix.ENXIO) {
+		return off // a hole from off to the end of the file
+	}
+	if err != nil {
+		return size
+	}
+	if d > off {
+		return off
+	}
+	h, err := unix.Seek(fd, off, unix.SEEK_HOLE)
+	if err != nil || h > size {
+		return size
+	}
+	return h
 }
 
 // datasync makes f's data durable.

@@ -4,10 +4,8 @@ package commitlog
 
 import "os"
 
-// allocate gives f its full size.
-func allocate(f *os.File, size int64) error {
-	return f.Truncate(size)
-}
+// fallocate returns errNoFallocate: this platform has none.
+func fallocate(f *os.File, from, to int64) error { return errNoFallocate }
 
 // dataRanges calls fn for [from, to): this platform cannot tell where holes are.
 func dataRanges(f *os.File, from, to int64, fn func(a, b int64) bool) {
@@ -15,6 +13,9 @@ func dataRanges(f *os.File, from, to int64, fn func(a, b int64) bool) {
 		fn(from, to)
 	}
 }
+
+// dataEnd returns size: this platform cannot tell where holes are.
+func dataEnd(f *os.File, off, size int64) int64 { return size }
 
 // datasync makes f's data durable.
 func datasync(f *os.File) error {

@@ -23,13 +23,13 @@ import (
 // The mapping stays, and readers still read through it: it shows the page
 // cache the writes went to.
 
-// openFile opens the active segment's file for writing, when appends
-// write through. Called with wmu held (or before the log is shared).
+// openFile opens the active segment's file for writing: to reserve its
+// blocks and, when appends write through, to write them. Nothing past the
+// writer's position counts as reserved until reserve says so. Called with
+// wmu held (or before the log is shared).
 func (l *Log) openFile() error {
-	if !l.writeThrough {
-		return nil
-	}
 	l.closeFile()
+	l.reserved.Store(l.active.base + int64(l.pos))
 	f, err := os.OpenFile(l.active.path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("commitlog: open segment %s for writing: %w", segmentName(l.active.base), err)
@@ -87,8 +87,8 @@ func (l *Log) pwrite(b []byte, pos int) error {
 
 // Writing ahead with zeros (FlushSync).
 //
-// A segment is made with fallocate, so its blocks start out reserved but
-// unwritten. The first write to such a block turns it into a written one,
+// The blocks ahead of the writer are reserved with fallocate (see
+// reserve.go), so they start out unwritten. The first write to such a block turns it into a written one,
 // a change of the file's block map, and the next sync then has to commit
 // the file system's journal as well as write the data: on ext4 that made
 // syncs of freshly written records take a third longer or more (210–340
@@ -105,7 +105,8 @@ const zeroChunk = 128 << 10
 
 var zeroBlock [zeroChunk]byte
 
-// lockForZeros takes the writer lock for zeroAhead, or reports false once
+// lockForZeros takes the writer lock for zeroAhead and reserveAhead, or
+// reports false once
 // the log is closing: Close holds the lock while it waits for the
 // background goroutines, the prefaulter among them, so a plain Lock could
 // wait forever.
@@ -126,10 +127,14 @@ const zeroRetry = 20 * time.Microsecond
 // zeroAhead writes zeros from the writer's position (rounded up to a page)
 // to to, at most to the end of the active segment, and syncs them. It
 // never writes below the writer's position: each chunk is written under
-// the writer lock, after checking it. It returns false once it cannot
-// write (the log closed or failed, or a write failed), so that the caller
-// stops trying.
+// the writer lock, after checking it. It writes only over reserved blocks,
+// reserving them first when needed; when that fails (the disk is full) it
+// stops for this time. It returns false once it cannot write (the log
+// closed or failed, or a write failed), so that the caller stops trying.
 func (l *Log) zeroAhead(to int64) bool {
+	if !l.writeThrough {
+		return false
+	}
 	var seg *segment
 	var from, done int64 // zeros written in seg: [from, done)
 	for {
@@ -150,6 +155,10 @@ func (l *Log) zeroAhead(to int64) bool {
 		if start >= stop {
 			l.wmu.Unlock()
 			break
+		}
+		if stop > l.reserved.Load() && l.reserve(max(stop, l.reserved.Load()+reserveChunk)) != nil {
+			l.wmu.Unlock()
+			break // no room: the prefaulter says so, and the writer will
 		}
 		_, err := l.file.WriteAt(zeroBlock[:stop-start], start-seg.base)
 		if err == nil {

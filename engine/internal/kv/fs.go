@@ -36,6 +36,12 @@ import (
 // would wait for the paused call.
 type DiskFS struct {
 	vfs.FS
+	// NoLog says the database writes no log (pebble.Options.DisableWAL):
+	// its .log files are then treated as any other file, whose writes fail
+	// rather than wait once the monitor closes, so that closing the
+	// database on a full disk does not wait for space.
+	NoLog bool
+
 	space   *disk.Monitor
 	stuck   atomic.Bool
 	waiting atomic.Int64 // calls waiting for space
@@ -160,7 +166,7 @@ type diskFile struct {
 }
 
 func newDiskFile(f vfs.File, fs *DiskFS, name string) *diskFile {
-	return &diskFile{File: f, fs: fs, log: strings.HasSuffix(name, ".log")}
+	return &diskFile{File: f, fs: fs, log: !fs.NoLog && strings.HasSuffix(name, ".log")}
 }
 
 func (f *diskFile) Write(p []byte) (int, error) {

@@ -10,22 +10,19 @@ import (
 // the code generated for each message (rmqpb's *_vtproto.pb.go) rather
 // than by reflection, except that a message the server encoded itself
 // (an *encoded, which receive sends to skip building and marshalling a
-// message per record) passes through as it is. The server must be built
-// with it (see ServerOptions and TransportOptions).
+// message per record) passes through as it is. The transport must be
+// built with it (TransportOptions).
 //
-// An aliasing codec (for the transport, which gives every request memory
-// of its own: transport.Options.RetainMessages) decodes without copying:
-// the request's strings and bytes point into the received message.
+// It decodes without copying: the request's strings and bytes point into
+// the received message, which the transport gives memory of its own
+// (transport.Options.RetainMessages).
 type codec struct {
-	proto    encoding.CodecV2
-	aliasing bool
+	proto encoding.CodecV2
 }
-
-func newCodec() codec { return codec{proto: encoding.GetCodecV2(proto.Name)} }
 
 // newAliasingCodec returns the codec for a transport whose received
 // messages are never reused.
-func newAliasingCodec() codec { return codec{proto: encoding.GetCodecV2(proto.Name), aliasing: true} }
+func newAliasingCodec() codec { return codec{proto: encoding.GetCodecV2(proto.Name)} }
 
 // encoded is a message in its wire form. Marshal hands its buffer to
 // gRPC, which frees it once written.
@@ -60,10 +57,7 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if m, ok := v.(vtMessage); ok {
 		if len(data) == 1 {
-			if c.aliasing {
-				return m.UnmarshalVTUnsafe(data[0].ReadOnlyData())
-			}
-			return m.UnmarshalVT(data[0].ReadOnlyData())
+			return m.UnmarshalVTUnsafe(data[0].ReadOnlyData())
 		}
 		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 		defer buf.Free()

@@ -32,9 +32,7 @@ func FuzzCodecAgreesWithReflection(f *testing.F) {
 	seed(&rmqpb.ReceiveMessageRequest{Group: &rmqpb.Resource{Name: "G"}, BatchSize: 32, InvisibleDuration: durationpb.New(1e9), AutoRenew: true})
 	f.Add([]byte{0x0a, 0x80})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, c := range []codec{newCodec(), newAliasingCodec()} {
-			agreeWithReflection(t, c, b)
-		}
+		agreeWithReflection(t, newAliasingCodec(), b)
 	})
 }
 

@@ -22,6 +22,7 @@
 // NewTransport serves the service on protocol/grpc/transport, as karman
 // serve does: SendMessage, AckMessage and ChangeInvisibleDuration run on
 // their connection's reader (a send that will wait detaches first), and
-// requests are decoded without copies. ServerOptions serves it on a
-// grpc.Server instead, for programs that have one.
+// requests are decoded without copies. The service is served by that
+// transport alone: it relies on it to detach, cork and read headers
+// without copies, and for its defences against floods.
 package server

@@ -230,27 +230,8 @@ func inlineCall(fullMethod string) bool {
 // MESSAGE_BODY_TOO_LARGE rather than cut off by the transport.
 func (s *Server) maxRequestSize() int { return s.opts.MaxBodySize + 1<<20 }
 
-// ServerOptions returns the same settings as TransportOptions for a
-// grpc.Server, for programs that serve the service on their own
-// grpc.Server: the interceptors, the codec, the windows, the stream
-// workers and the largest request.
-func (s *Server) ServerOptions() []grpc.ServerOption {
-	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
-		grpc.ChainStreamInterceptor(s.streamInterceptor),
-		grpc.ForceServerCodecV2(newCodec()),
-		grpc.InitialWindowSize(s.opts.WindowSize),
-		grpc.InitialConnWindowSize(s.opts.ConnWindowSize),
-		grpc.MaxRecvMsgSize(s.maxRequestSize()),
-	}
-	if s.opts.StreamWorkers > 0 {
-		opts = append(opts, grpc.NumStreamWorkers(uint32(s.opts.StreamWorkers)))
-	}
-	return opts
-}
-
-// Register adds the service to g, which must have been built with
-// ServerOptions (a grpc.Server) or TransportOptions (a transport.Server).
+// Register adds the service to g, a transport.Server built with
+// TransportOptions (NewTransport does both).
 func (s *Server) Register(g grpc.ServiceRegistrar) {
 	rmqpb.RegisterMessagingServiceServer(g, s)
 }
@@ -265,7 +246,7 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// Close stops the background work. It does not stop the grpc.Server.
+// Close stops the background work. It does not stop the transport.
 func (s *Server) Close() error {
 	s.cancel()
 	s.wg.Wait()

@@ -33,6 +33,8 @@ type conn struct {
 	opts *Options
 
 	writerStarted atomic.Bool
+	closing       atomic.Bool // close was called
+	writeDeadline time.Time   // of the socket; the goroutine writing alone uses it
 
 	// ctx carries the peer and ends when the connection closes; every
 	// call's context derives from it.
@@ -57,17 +59,37 @@ type conn struct {
 	winCond      *sync.Cond // on wmu: windows grew, a stream ended, or wclosed
 	kick         chan struct{}
 	writerDone   chan struct{}
+	ctrlQueued   int // control frames queued by the reader since the writer last took the buffer
+	// resets marks the streams the server reset among the last
+	// resetWindow the client opened: frames the client sent them before
+	// it saw the reset are ignored (RFC 9113, section 5.1).
+	resets [resetWindow / 64]uint64
+
+	// calls holds a token for each call whose handler runs on a worker,
+	// from its start to its return, whether or not its stream is still
+	// open: a client that resets its calls at once cannot have more
+	// handlers running than MaxConcurrentStreams.
+	calls chan struct{}
 
 	// testHookEmptyTake, when set, runs in the writer goroutine while it
 	// holds the write with nothing taken.
 	testHookEmptyTake func()
 
-	// Used by the reader only.
-	br          *bufio.Reader
-	fr          *http2.Framer
-	hblock      *headerBlock
+	// held counts the bytes of received messages the connection's streams
+	// hold (recvBudget); starved is set while it waits for the budget.
+	held    atomic.Int64
+	starved atomic.Bool
+
+	fmu         sync.Mutex
 	recvWin     int64 // what the client may still send on the connection
 	recvUnacked int64 // received since the last connection WINDOW_UPDATE
+
+	// Used by the reader only.
+	br         *bufio.Reader
+	fr         *http2.Framer
+	hblock     *headerBlock
+	calmTokens float64   // what the client may still do without effect (calm)
+	calmAt     time.Time // when calmTokens was last refilled
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -83,6 +105,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		kick:         make(chan struct{}, 1),
 		writerDone:   make(chan struct{}),
 		recvWin:      int64(s.opts.ConnWindowSize),
+		calls:        make(chan struct{}, s.opts.MaxConcurrentStreams),
+		calmTokens:   calmBurst,
 	}
 	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()})
 	c.ctx, c.cancel = context.WithCancel(ctx)
@@ -175,6 +199,14 @@ func (c *conn) end(err error) {
 	c.kickWriter() // close kicks only the first time; the writer may have skipped that kick while the reader wrote
 	<-c.writerDone
 	c.nc.Close()
+	c.mu.Lock()
+	streams := c.streams
+	c.streams = make(map[uint32]*stream)
+	c.mu.Unlock()
+	for _, st := range streams {
+		st.releaseHeld()
+	}
+	c.forgetStarved()
 	c.srv.connEnded(c)
 }
 
@@ -254,19 +286,88 @@ func (c *conn) handleFrame(f http2.Frame) error {
 		return c.onWindowUpdate(f)
 	case *http2.PingFrame:
 		if !f.IsAck() {
+			if !c.calm(1) {
+				return c.connError(http2.ErrCodeEnhanceYourCalm, "too many pings")
+			}
 			data := f.Data
-			c.queue(func(b []byte) []byte { return appendPingAck(b, data) })
+			return c.queueControl(func(b []byte) []byte { return appendPingAck(b, data) })
 		}
 	case *http2.RSTStreamFrame:
+		if c.idle(f.StreamID) {
+			return c.connError(http2.ErrCodeProtocol, fmt.Sprintf("RST_STREAM on stream %d, never opened", f.StreamID))
+		}
 		if st := c.removeStream(f.StreamID); st != nil {
 			st.abort(errResetByClient(f.ErrCode))
+			if !c.calm(1) {
+				return c.connError(http2.ErrCodeEnhanceYourCalm, "too many streams reset")
+			}
 		}
 	case *http2.GoAwayFrame:
 		// The client opens no new call; those open run to their end.
 	case *http2.PushPromiseFrame:
 		return c.connError(http2.ErrCodeProtocol, "clients must not push")
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			c.resetStream(f.StreamID, http2.ErrCodeProtocol)
+		}
 	}
-	// PRIORITY and unknown frame types are ignored, as RFC 9113 asks.
+	// Priorities and unknown frame types are ignored, as RFC 9113 asks.
+	return nil
+}
+
+// idle reports whether stream id was never opened by the client.
+func (c *conn) idle(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return id > c.lastID
+}
+
+// Limits on what a client may do that costs the server work and does not
+// move a call forward: a PING or SETTINGS to answer, a call reset or
+// refused, a frame on a closed stream. A client has calmBurst such
+// actions, and gains calmRate a second up to calmBurst again; beyond
+// that its connection ends with ENHANCE_YOUR_CALM. Clients send a few
+// pings a minute and reset the calls they give up on, far below this.
+const (
+	calmBurst = 2000
+	calmRate  = 1000
+)
+
+// calm spends n of the client's allowance of actions without effect and
+// reports whether it had enough. The reader alone calls it.
+func (c *conn) calm(n float64) bool {
+	now := time.Now()
+	if !c.calmAt.IsZero() {
+		c.calmTokens = min(calmBurst, c.calmTokens+now.Sub(c.calmAt).Seconds()*calmRate)
+	}
+	c.calmAt = now
+	c.calmTokens -= n
+	return c.calmTokens >= 0
+}
+
+// maxQueuedControl bounds the control frames (PING and SETTINGS
+// acknowledgements, RST_STREAM) the reader queues for a client that does
+// not read them: beyond it the connection ends with ENHANCE_YOUR_CALM.
+const maxQueuedControl = 1024
+
+// queueControl queues a control frame that answers one from the client,
+// ending the connection when the client leaves too many unread.
+func (c *conn) queueControl(appendFn func([]byte) []byte) error {
+	c.wmu.Lock()
+	if c.wclosed {
+		c.wmu.Unlock()
+		return nil
+	}
+	c.ctrlQueued++
+	over := c.ctrlQueued > maxQueuedControl
+	if !over {
+		c.wbuf = appendFn(c.wbuf)
+	}
+	c.wmu.Unlock()
+	if over {
+		return c.connError(http2.ErrCodeEnhanceYourCalm, "the client does not read what it asks for")
+	}
+	c.kickWriter()
 	return nil
 }
 
@@ -274,6 +375,16 @@ func (c *conn) handleFrame(f http2.Frame) error {
 func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if f.IsAck() {
 		return nil
+	}
+	if !c.calm(1) {
+		return c.connError(http2.ErrCodeEnhanceYourCalm, "too many SETTINGS")
+	}
+	if err := f.ForeachSetting(func(s http2.Setting) error { return s.Valid() }); err != nil {
+		var ce http2.ConnectionError
+		if errors.As(err, &ce) {
+			return c.connError(http2.ErrCode(ce), fmt.Sprintf("bad setting: %v", err))
+		}
+		return c.connError(http2.ErrCodeProtocol, fmt.Sprintf("bad setting: %v", err))
 	}
 	var connErr error
 	c.mu.Lock()
@@ -302,8 +413,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if connErr != nil {
 		return c.connError(http2.ErrCodeFlowControl, connErr.Error())
 	}
-	c.queue(appendSettingsAck)
-	return nil
+	return c.queueControl(appendSettingsAck)
 }
 
 // onWindowUpdate grows a send window.
@@ -321,8 +431,12 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	}
 	c.mu.Lock()
 	st := c.streams[f.StreamID]
+	idle := f.StreamID > c.lastID
 	c.mu.Unlock()
 	if st == nil {
+		if idle {
+			return c.connError(http2.ErrCodeProtocol, fmt.Sprintf("WINDOW_UPDATE on stream %d, never opened", f.StreamID))
+		}
 		return nil // a stream that ended; updates may still be on the way
 	}
 	c.wmu.Lock()
@@ -339,16 +453,8 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 // onData credits the connection window and hands the data to its stream.
 func (c *conn) onData(f *http2.DataFrame) error {
 	n := int64(f.Header().Length)
-	c.recvWin -= n
-	if c.recvWin < 0 {
-		return c.connError(http2.ErrCodeFlowControl, "data beyond the connection window")
-	}
-	c.recvUnacked += n
-	if c.recvUnacked >= int64(c.opts.ConnWindowSize)/4 {
-		incr := c.recvUnacked
-		c.recvUnacked = 0
-		c.recvWin += incr
-		c.queue(func(b []byte) []byte { return appendWindowUpdate(b, 0, uint32(incr)) })
+	if err := c.takeData(n); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	st := c.streams[f.StreamID]
@@ -358,7 +464,14 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		if idle {
 			return c.connError(http2.ErrCodeProtocol, "data on a stream never opened")
 		}
-		return nil // a stream that ended or was reset: drop what is in flight
+		if c.resetByServer(f.StreamID) {
+			return nil // sent before the client saw the reset: dropped
+		}
+		// The client ended or reset the stream itself (RFC 9113, section 5.1).
+		if !c.calm(1) {
+			return c.connError(http2.ErrCodeEnhanceYourCalm, "too much data on closed streams")
+		}
+		return c.queueControl(func(b []byte) []byte { return appendRSTStream(b, f.StreamID, http2.ErrCodeStreamClosed) })
 	}
 	return st.onData(f.Data(), n, f.StreamEnded())
 }
@@ -368,8 +481,90 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 	if st := c.removeStream(id); st != nil {
 		st.abort(fmt.Errorf("stream reset by the server: %v", code))
 	}
-	c.queue(func(b []byte) []byte { return appendRSTStream(b, id, code) })
+	c.queueReset(id, code)
 }
+
+// queueReset queues a RST_STREAM.
+func (c *conn) queueReset(id uint32, code http2.ErrCode) {
+	c.wmu.Lock()
+	if !c.wclosed {
+		c.appendResetLocked(id, code)
+	}
+	c.wmu.Unlock()
+	c.kickWriter()
+}
+
+// resetWindow is how many of the streams a client opened last the
+// server remembers whether it reset. Frames on an older closed stream
+// are ignored, as RFC 9113 allows for streams the server reset.
+const resetWindow = 4096
+
+// appendResetLocked queues a RST_STREAM and remembers the stream as reset
+// by the server. c.wmu is held.
+func (c *conn) appendResetLocked(id uint32, code http2.ErrCode) {
+	c.wbuf = appendRSTStream(c.wbuf, id, code)
+	i := id >> 1 % resetWindow
+	c.resets[i/64] |= 1 << (i % 64)
+}
+
+// resetByServer reports whether frames on closed stream id are to be
+// ignored: the server reset it, or it is too old to tell.
+func (c *conn) resetByServer(id uint32) bool {
+	c.mu.Lock()
+	old := c.lastID-id >= 2*resetWindow
+	c.mu.Unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	i := id >> 1 % resetWindow
+	return old || c.resets[i/64]&(1<<(i%64)) != 0
+}
+
+// opened forgets the resets remembered for the slots that the streams
+// after prev up to id take over. c.mu is held.
+func (c *conn) opened(prev, id uint32) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if id-prev >= 2*resetWindow {
+		clear(c.resets[:])
+		return
+	}
+	for s := prev + 1; s <= id; s++ {
+		if s%2 == 1 {
+			i := s >> 1 % resetWindow
+			c.resets[i/64] &^= 1 << (i % 64)
+		}
+	}
+}
+
+// runCall runs a call's handler on a worker once fewer than
+// MaxConcurrentStreams handlers of the connection run. The stream table
+// bounds the calls open, so only a client whose reset calls' handlers
+// still run has to wait; the reader waits for them, and if none ends
+// within handlerWait, the connection ends with ENHANCE_YOUR_CALM.
+func (c *conn) runCall(f func()) error {
+	select {
+	case c.calls <- struct{}{}:
+	default:
+		t := time.NewTimer(handlerWait)
+		defer t.Stop()
+		select {
+		case c.calls <- struct{}{}:
+		case <-c.ctx.Done():
+			return nil
+		case <-t.C:
+			return c.connError(http2.ErrCodeEnhanceYourCalm, "the handlers of too many reset calls still run")
+		}
+	}
+	c.srv.run(func() {
+		defer func() { <-c.calls }()
+		f()
+	})
+	return nil
+}
+
+// handlerWait is how long a new call waits for the handlers of reset
+// calls to end (runCall).
+const handlerWait = time.Second
 
 // removeStream takes a stream out of the table, closing the connection
 // if it was the last one after GOAWAY.
@@ -412,6 +607,7 @@ func (c *conn) close() {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.closing.Store(true)
 	c.cancel()
 	if !c.writerStarted.Load() {
 		c.raw.Close() // still negotiating: nothing to send
@@ -499,6 +695,10 @@ func (c *conn) takeWrite() (buf []byte, closing, ok bool) {
 	c.wbuf = c.spare[:0]
 	c.spare = nil
 	c.writing = true
+	c.ctrlQueued = 0
+	if len(buf) >= maxQueuedWrite {
+		c.winCond.Broadcast() // senders wait for room in the buffer
+	}
 	return buf, c.wclosed, true
 }
 
@@ -533,9 +733,16 @@ func (c *conn) flushFromReader() {
 	}
 }
 
+// maxQueuedWrite bounds what senders queue for a connection beyond what
+// is being written: a sender waits for the writer below it (or for the
+// stall timeout), whatever windows the client grants.
+const maxQueuedWrite = 1 << 20
+
 // write writes a buffer takeWrite gave, hands it back and reports whether
-// more is queued. A failed write closes the connection.
+// more is queued. A failed write closes the connection, and so does one
+// the client does not take within the stall timeout.
 func (c *conn) write(buf []byte) (more bool, err error) {
+	c.armWriteDeadline()
 	_, err = c.nc.Write(buf)
 	more = c.doneWrite(buf)
 	if err != nil {
@@ -544,6 +751,22 @@ func (c *conn) write(buf []byte) (more bool, err error) {
 		c.kickWriter() // the writer may be waiting for this writer to finish
 	}
 	return more, err
+}
+
+// armWriteDeadline makes a write the client does not take within
+// between half the stall timeout and the whole of it fail. It moves the
+// deadline only when half of it has passed, so a busy connection rarely
+// pays for it. Only the goroutine writing calls it.
+func (c *conn) armWriteDeadline() {
+	now := time.Now()
+	if c.writeDeadline.Sub(now) > c.opts.StallTimeout/2 {
+		return
+	}
+	c.writeDeadline = now.Add(c.opts.StallTimeout)
+	c.nc.SetWriteDeadline(c.writeDeadline)
+	if c.closing.Load() {
+		c.nc.SetWriteDeadline(now.Add(closeWriteTimeout)) // close set it first
+	}
 }
 
 // maxSpareBuffer is the largest write buffer kept for reuse.

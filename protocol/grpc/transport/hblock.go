@@ -17,14 +17,16 @@ type headerBlock struct {
 	dec      *hpack.Decoder
 	maxList  uint32
 	frag     []byte // fragments so far when the block spans frames
+	frames   int    // HEADERS and CONTINUATION frames of the block so far
 	streamID uint32
 	end      bool // the HEADERS frame ended the stream
+	selfDep  bool // the HEADERS frame made the stream depend on itself
 
 	// The block being decoded.
 	req        *request
 	size       uint32 // of the fields so far, as RFC 9113 counts them
 	truncated  bool   // larger than maxList: the rest was skipped
-	invalid    error  // the first malformed field
+	malformed  error  // why the request is malformed (RFC 9113, section 8.1.1)
 	sawRegular bool
 }
 
@@ -36,8 +38,19 @@ func newHeaderBlock(maxList uint32) *headerBlock {
 }
 
 // errHeaderBlockTooLarge ends a connection whose client sends a header
-// block far beyond the advertised limit.
-var errHeaderBlockTooLarge = errors.New("header block far larger than SETTINGS_MAX_HEADER_LIST_SIZE")
+// block far beyond the advertised limit, or in too many frames.
+var errHeaderBlockTooLarge = errors.New("header block far larger than SETTINGS_MAX_HEADER_LIST_SIZE, or in too many CONTINUATION frames")
+
+// maxBlock is the most a header block may take, encoded, before the
+// connection ends: twice the decoded limit (HPACK rarely inflates less)
+// and a frame to spare.
+func (h *headerBlock) maxBlock() int { return 2*int(h.maxList) + 16<<10 }
+
+// maxFrames is the most frames a header block may span. Clients fill
+// each frame but the last, so this leaves room for fragments of 4 KiB
+// and a few more, and ends a flood of tiny or empty CONTINUATION frames
+// (which add nothing to the block's size) after a bounded amount of work.
+func (h *headerBlock) maxFrames() int { return 16 + h.maxBlock()/4096 }
 
 // add takes a HEADERS or CONTINUATION frame's fragment; done reports a
 // complete block, decoded into req.
@@ -46,16 +59,19 @@ func (h *headerBlock) add(f http2.Frame, req *request) (done bool, err error) {
 	var ended bool
 	switch f := f.(type) {
 	case *http2.HeadersFrame:
-		h.streamID, h.end, h.frag = f.StreamID, f.StreamEnded(), h.frag[:0]
+		h.streamID, h.end, h.frag, h.frames = f.StreamID, f.StreamEnded(), h.frag[:0], 0
+		h.selfDep = f.HasPriority() && f.Priority.StreamDep == f.StreamID
 		frag, ended = f.HeaderBlockFragment(), f.HeadersEnded()
 	case *http2.ContinuationFrame:
 		frag, ended = f.HeaderBlockFragment(), f.HeadersEnded()
 	}
+	h.frames++
 	if ended && len(h.frag) == 0 {
 		return true, h.decode(frag, req) // the usual case: one frame
 	}
 	h.frag = append(h.frag, frag...)
-	if len(h.frag) > 2*int(h.maxList)+16<<10 {
+	if len(h.frag) > h.maxBlock() || h.frames > h.maxFrames() {
+		h.frag = nil
 		return false, errHeaderBlockTooLarge
 	}
 	if !ended {
@@ -71,8 +87,8 @@ func (h *headerBlock) add(f http2.Frame, req *request) (done bool, err error) {
 // decode decodes a whole block into req. An error is HPACK's: the
 // connection cannot go on.
 func (h *headerBlock) decode(block []byte, req *request) error {
-	*req = request{}
-	h.req, h.size, h.truncated, h.invalid, h.sawRegular = req, 0, false, nil, false
+	*req = request{contentLength: -1}
+	h.req, h.size, h.truncated, h.malformed, h.sawRegular = req, 0, false, nil, false
 	h.dec.SetEmitEnabled(true)
 	if _, err := h.dec.Write(block); err != nil {
 		return err
@@ -86,7 +102,7 @@ func (h *headerBlock) decode(block []byte, req *request) error {
 
 // field takes one decoded field.
 func (h *headerBlock) field(f hpack.HeaderField) {
-	if h.truncated || h.invalid != nil {
+	if h.truncated || h.malformed != nil {
 		return
 	}
 	h.size += f.Size()
@@ -98,16 +114,16 @@ func (h *headerBlock) field(f hpack.HeaderField) {
 	pseudo := len(f.Name) > 0 && f.Name[0] == ':'
 	switch {
 	case pseudo && h.sawRegular:
-		h.invalid = errors.New("pseudo-header after a regular header")
+		h.malformed = errors.New("pseudo-header after a regular header")
 	case !pseudo && !validFieldName(f.Name):
-		h.invalid = fmt.Errorf("invalid header name %q", f.Name)
+		h.malformed = fmt.Errorf("invalid header name %q", f.Name)
 	case !validFieldValue(f.Value):
-		h.invalid = fmt.Errorf("invalid value of header %s", f.Name)
+		h.malformed = fmt.Errorf("invalid value of header %s", f.Name)
 	default:
 		h.sawRegular = h.sawRegular || !pseudo
-		h.invalid = h.req.setHeader(f.Name, f.Value)
+		h.malformed = h.req.setHeader(f.Name, f.Value)
 	}
-	if h.invalid != nil {
+	if h.malformed != nil {
 		h.dec.SetEmitEnabled(false)
 	}
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,40 +29,88 @@ type request struct {
 	encoding    string        // grpc-encoding
 	timeout     time.Duration // grpc-timeout; 0: none
 	md          metadata.MD   // every other header, "-bin" values decoded
+	// contentLength is the content-length header, -1 when absent.
+	contentLength int64
+	// grpcErr is what gRPC finds wrong in a well-formed request: a
+	// grpc-timeout or "-bin" value it cannot read.
+	grpcErr error
+	pseudo  uint8 // the pseudo-headers seen, pseudo* bits
 }
+
+// Bits of request.pseudo.
+const (
+	pseudoMethod = 1 << iota
+	pseudoScheme
+	pseudoPath
+	pseudoAuthority
+)
 
 // reservedHeader reports whether a header is the transport's own and so
 // not part of the call's metadata.
 func reservedHeader(name string) bool {
 	switch name {
 	case "content-type", "te", "user-agent", "grpc-timeout", "grpc-encoding",
-		"grpc-accept-encoding", "grpc-message-type", "connection":
+		"grpc-accept-encoding", "grpc-message-type", "content-length":
 		return true
 	}
 	return false
 }
 
-// setHeader records one request header into r.
+// connectionHeader reports whether name is a connection-specific header,
+// which HTTP/2 forbids (RFC 9113, section 8.2.2).
+func connectionHeader(name string) bool {
+	switch name {
+	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+		return true
+	}
+	return false
+}
+
+// setHeader records one request header into r. An error means the
+// request is malformed in HTTP/2's terms (RFC 9113, section 8.1.1); what
+// gRPC alone finds wrong is left in r.grpcErr.
 func (r *request) setHeader(name, value string) error {
 	switch name {
 	case ":method":
 		r.method = value
+		return r.sawPseudo(pseudoMethod, name)
 	case ":path":
+		if value == "" {
+			return errors.New("empty :path")
+		}
 		r.path = value
-	case ":scheme", ":authority":
+		return r.sawPseudo(pseudoPath, name)
+	case ":scheme":
+		return r.sawPseudo(pseudoScheme, name)
+	case ":authority":
+		return r.sawPseudo(pseudoAuthority, name)
 	case "content-type":
 		r.contentType = value
+	case "te":
+		if value != "trailers" {
+			return fmt.Errorf("te %q: HTTP/2 allows only \"trailers\"", value)
+		}
+	case "content-length":
+		n, err := strconv.ParseUint(value, 10, 63)
+		if err != nil || r.contentLength >= 0 && int64(n) != r.contentLength {
+			return fmt.Errorf("bad content-length %q", value)
+		}
+		r.contentLength = int64(n)
 	case headerEncoding:
 		r.encoding = value
 	case headerTimeout:
 		d, err := parseTimeout(value)
 		if err != nil {
-			return err
+			r.setGRPCErr(err)
+			return nil
 		}
 		r.timeout = d
 	default:
 		if strings.HasPrefix(name, ":") {
 			return fmt.Errorf("unknown pseudo-header %q", name)
+		}
+		if connectionHeader(name) {
+			return fmt.Errorf("connection-specific header %q", name)
 		}
 		if reservedHeader(name) {
 			if name == "user-agent" {
@@ -72,11 +121,40 @@ func (r *request) setHeader(name, value string) error {
 		if strings.HasSuffix(name, "-bin") {
 			b, err := decodeBinHeader(value)
 			if err != nil {
-				return fmt.Errorf("header %s: %w", name, err)
+				r.setGRPCErr(fmt.Errorf("header %s: %w", name, err))
+				return nil
 			}
 			value = string(b)
 		}
 		r.addMD(name, value)
+	}
+	return nil
+}
+
+// sawPseudo notes a pseudo-header, which may appear once.
+func (r *request) sawPseudo(bit uint8, name string) error {
+	if r.pseudo&bit != 0 {
+		return fmt.Errorf("pseudo-header %s repeated", name)
+	}
+	r.pseudo |= bit
+	return nil
+}
+
+func (r *request) setGRPCErr(err error) {
+	if r.grpcErr == nil {
+		r.grpcErr = err
+	}
+}
+
+// complete reports what a request lacks once all its headers are in:
+// every request but CONNECT has :method, :scheme and :path.
+func (r *request) complete() error {
+	const need = pseudoMethod | pseudoScheme | pseudoPath
+	if r.pseudo&pseudoMethod != 0 && r.method == "CONNECT" {
+		return nil
+	}
+	if r.pseudo&need != need {
+		return errors.New("a request needs :method, :scheme and :path")
 	}
 	return nil
 }

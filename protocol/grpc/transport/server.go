@@ -23,6 +23,8 @@ const (
 	DefaultWorkers              = 64
 	DefaultMaxHeaderListSize    = 64 << 10
 	DefaultHandshakeTimeout     = 10 * time.Second
+	DefaultRecvBudget           = 256 << 20
+	DefaultStallTimeout         = time.Minute
 )
 
 // minWindowSize is HTTP/2's initial window, the smallest a server may
@@ -76,6 +78,18 @@ type Options struct {
 	// the HTTP/2 preface (and finish its TLS handshake). Default
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// RecvBudget bounds the bytes of received messages that all
+	// connections hold together, assembling them or waiting for their
+	// handlers: beyond it a connection's window is credited only as its
+	// handlers consume what they were sent (see the package
+	// documentation). Default DefaultRecvBudget.
+	RecvBudget int64
+	// StallTimeout is how long a client may leave what the server sends
+	// untaken: a call that waits that long for the client's flow-control
+	// window is reset (its send fails with UNAVAILABLE), and a connection
+	// whose socket takes nothing for that long is closed. Default
+	// DefaultStallTimeout.
+	StallTimeout time.Duration
 	// Logger receives connection errors at debug level and handler
 	// panics at error level. Default: discarded.
 	Logger *slog.Logger
@@ -105,6 +119,12 @@ func (o *Options) ensureDefaults() {
 	if o.MaxHeaderListSize == 0 {
 		o.MaxHeaderListSize = DefaultMaxHeaderListSize
 	}
+	if o.RecvBudget <= 0 {
+		o.RecvBudget = DefaultRecvBudget
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -131,6 +151,7 @@ type Server struct {
 	opts    Options
 	methods map[string]*method
 	work    chan func()
+	budget  recvBudget
 
 	mu          sync.Mutex
 	listeners   map[net.Listener]struct{}
@@ -151,6 +172,7 @@ func NewServer(opts Options) *Server {
 		conns:     make(map[*conn]struct{}),
 	}
 	s.connsDone = sync.NewCond(&s.mu)
+	s.budget.limit = opts.RecvBudget
 	return s
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -32,20 +33,26 @@ type stream struct {
 	// Used by the reader only.
 	partial    []byte // bytes of a message still arriving
 	dispatched bool   // a unary call was started
+	drain      bool   // no call: the request was answered, its body is dropped
+	// contentLength is the request's content-length, -1 when it has none;
+	// bodyLen counts the bytes of its DATA frames so far.
+	contentLength, bodyLen int64
 
 	// Used by the goroutine running the call.
 	inline   bool // the call runs on the connection's reader
 	detached bool // Detach handed reading to another goroutine
 	corked   bool // Cork holds back the writer
 
-	mu         sync.Mutex
-	msgs       []inMsg // received, not yet read by the handler
-	queued     int     // bytes in msgs
-	unreleased int64   // received bytes not yet credited to the client
-	recvWin    int64   // what the client may still send on the stream
-	recvDone   bool    // the client ended its side (END_STREAM)
-	recvErr    error   // why reading ended early
-	notify     chan struct{}
+	mu          sync.Mutex
+	msgs        []inMsg // received, not yet read by the handler
+	queued      int     // bytes in msgs
+	heldPartial int64   // bytes of partial counted in the receive budget
+	gone        bool    // the stream no longer counts in the receive budget
+	unreleased  int64   // received bytes not yet credited to the client
+	recvWin     int64   // what the client may still send on the stream
+	recvDone    bool    // the client ended its side (END_STREAM)
+	recvErr     error   // why reading ended early
+	notify      chan struct{}
 
 	// Guarded by c.wmu.
 	sendWin    int64
@@ -71,17 +78,22 @@ var (
 func (c *conn) onHeaders(f http2.Frame) error {
 	var req request
 	done, err := c.hblock.add(f, &req)
+	if errors.Is(err, errHeaderBlockTooLarge) {
+		return c.connError(http2.ErrCodeEnhanceYourCalm, err.Error())
+	}
 	if err != nil {
 		return c.connError(http2.ErrCodeCompression, err.Error())
 	}
 	if !done {
 		return nil
 	}
-	id, ended := c.hblock.streamID, c.hblock.end
+	h := c.hblock
+	id, ended := h.streamID, h.end
 	c.mu.Lock()
 	if st := c.streams[id]; st != nil {
 		c.mu.Unlock()
-		if !ended {
+		// Trailers: they end the client's side and carry no pseudo-header.
+		if !ended || h.selfDep || h.malformed != nil || req.pseudo != 0 {
 			c.resetStream(id, http2.ErrCodeProtocol)
 			return nil
 		}
@@ -89,29 +101,50 @@ func (c *conn) onHeaders(f http2.Frame) error {
 	}
 	if id%2 == 0 || id <= c.lastID {
 		c.mu.Unlock()
+		if id%2 == 1 && c.resetByServer(id) {
+			return nil // the client sent it before it saw the reset
+		}
 		return c.connError(http2.ErrCodeProtocol, fmt.Sprintf("stream %d opened out of order", id))
 	}
+	c.opened(c.lastID, id)
 	c.lastID = id
 	refuse := c.goingAway || uint32(len(c.streams)) >= c.opts.MaxConcurrentStreams
 	c.mu.Unlock()
 	if refuse {
-		c.queue(func(b []byte) []byte { return appendRSTStream(b, id, http2.ErrCodeRefusedStream) })
+		if !c.calm(1) {
+			return c.connError(http2.ErrCodeEnhanceYourCalm, "too many refused streams")
+		}
+		c.queueReset(id, http2.ErrCodeRefusedStream)
 		return nil
 	}
-	if c.hblock.truncated {
+	if h.truncated {
 		c.refuse(id, ended, 431, codes.ResourceExhausted, "request headers too large")
 		return nil
 	}
-	if err := c.hblock.invalid; err != nil {
-		c.refuse(id, ended, 200, codes.Internal, err.Error())
+	if h.malformed == nil {
+		h.malformed = req.complete()
+	}
+	if h.malformed == nil && h.selfDep {
+		h.malformed = errors.New("a stream depends on itself")
+	}
+	if h.malformed == nil && ended && req.contentLength > 0 {
+		h.malformed = errors.New("content-length without a body")
+	}
+	if h.malformed != nil {
+		// A stream error (RFC 9113, section 8.1.1); the call never starts.
+		c.queueReset(id, http2.ErrCodeProtocol)
 		return nil
 	}
 	if req.method != "POST" {
-		c.refuse(id, ended, 405, codes.Internal, "gRPC calls use POST, not "+req.method)
+		c.answerHTTP(id, ended, 405, "gRPC calls use POST, not "+req.method, req.contentLength)
 		return nil
 	}
 	if !isGRPCContentType(req.contentType) {
-		c.refuse(id, ended, 415, codes.Internal, fmt.Sprintf("content-type %q is not gRPC's", req.contentType))
+		c.answerHTTP(id, ended, 415, fmt.Sprintf("content-type %q is not gRPC's", req.contentType), req.contentLength)
+		return nil
+	}
+	if err := req.grpcErr; err != nil {
+		c.refuse(id, ended, 200, codes.Internal, err.Error())
 		return nil
 	}
 	if req.encoding != "" && req.encoding != "identity" && req.encoding != "gzip" {
@@ -130,12 +163,46 @@ func (c *conn) onHeaders(f http2.Frame) error {
 	c.mu.Unlock()
 	if m.stream != nil {
 		st.dispatched = true
-		c.srv.run(st.runStream)
+		if err := c.runCall(st.runStream); err != nil {
+			return err
+		}
 	}
 	if ended {
 		return st.onData(nil, 0, true)
 	}
 	return nil
+}
+
+// answerHTTP answers a request that is no gRPC call (another method or
+// content type) with an HTTP status. While the client is still sending
+// its body, the stream stays open to take it (flow control and
+// content-length still apply) and drops it.
+func (c *conn) answerHTTP(id uint32, clientDone bool, httpStatus int, msg string, contentLength int64) {
+	c.wmu.Lock()
+	if !c.wclosed {
+		c.appendTrailersOnly(id, httpStatus, status.New(codes.Internal, msg), nil)
+	}
+	sendWin := c.peerInitWin
+	c.wmu.Unlock()
+	c.kickWriter()
+	if clientDone {
+		return
+	}
+	st := &stream{
+		c:             c,
+		id:            id,
+		drain:         true,
+		ctx:           c.ctx,
+		cancel:        func() {},
+		recvWin:       int64(c.opts.WindowSize),
+		notify:        make(chan struct{}, 1),
+		contentLength: contentLength,
+		sendWin:       sendWin,
+		sendDone:      true,
+	}
+	c.mu.Lock()
+	c.streams[id] = st
+	c.mu.Unlock()
 }
 
 // refuse answers a call that cannot start with a status and no message.
@@ -144,7 +211,7 @@ func (c *conn) refuse(id uint32, clientDone bool, httpStatus int, code codes.Cod
 	if !c.wclosed {
 		c.appendTrailersOnly(id, httpStatus, status.New(code, msg), nil)
 		if !clientDone {
-			c.wbuf = appendRSTStream(c.wbuf, id, http2.ErrCodeNo)
+			c.appendResetLocked(id, http2.ErrCodeNo)
 		}
 	}
 	c.wmu.Unlock()
@@ -160,6 +227,8 @@ func (c *conn) newStream(id uint32, m *method, req *request) *stream {
 		recvWin: int64(c.opts.WindowSize),
 		notify:  make(chan struct{}, 1),
 		md:      req.md,
+
+		contentLength: req.contentLength,
 	}
 	c.wmu.Lock()
 	st.sendWin = c.peerInitWin
@@ -192,6 +261,22 @@ func (st *stream) onData(data []byte, n int64, end bool) error {
 		st.c.resetStream(st.id, http2.ErrCodeFlowControl)
 		return nil
 	}
+	if st.contentLength >= 0 {
+		st.bodyLen += int64(len(data))
+		if st.bodyLen > st.contentLength || end && st.bodyLen != st.contentLength {
+			// Malformed (RFC 9113, section 8.1.1): a stream error.
+			st.c.resetStream(st.id, http2.ErrCodeProtocol)
+			return nil
+		}
+	}
+	if st.drain {
+		if end {
+			st.c.removeStream(st.id)
+			return nil
+		}
+		st.release()
+		return nil
+	}
 	if err := st.takeMessages(data); err != nil {
 		st.failRecv(err)
 		return nil
@@ -212,8 +297,7 @@ func (st *stream) onData(data []byte, n int64, end bool) error {
 	}
 	st.dispatched = true
 	if !st.m.inline {
-		st.c.srv.run(st.runUnary)
-		return nil
+		return st.c.runCall(st.runUnary)
 	}
 	st.inline = true
 	st.runUnary()
@@ -264,6 +348,7 @@ func (st *stream) takeMessages(data []byte) error {
 		if len(st.partial) < 5 {
 			k := min(5-len(st.partial), len(data))
 			st.partial = append(st.partial, data[:k]...)
+			st.holdPartial(int64(k))
 			data = data[k:]
 			if len(st.partial) < 5 {
 				return nil
@@ -275,10 +360,12 @@ func (st *stream) takeMessages(data []byte) error {
 		size := int(binary.BigEndian.Uint32(st.partial[1:5]))
 		k := min(size+5-len(st.partial), len(data))
 		st.partial = append(st.partial, data[:k]...)
+		st.holdPartial(int64(k))
 		data = data[k:]
 		if len(st.partial) < size+5 {
 			return nil
 		}
+		st.holdPartial(-int64(len(st.partial)))
 		st.queueMessage(st.partial[0] == 1, st.partial[5:])
 		if cap(st.partial) > maxKeptPartial {
 			st.partial = nil
@@ -306,7 +393,11 @@ func (st *stream) queueMessage(compressed bool, payload []byte) {
 	st.mu.Lock()
 	st.msgs = append(st.msgs, inMsg{buf: buf, compressed: compressed})
 	st.queued += len(payload)
+	counted := !st.gone
 	st.mu.Unlock()
+	if counted {
+		st.c.addHeld(int64(len(payload)))
+	}
 	st.signal()
 }
 
@@ -379,6 +470,7 @@ func (st *stream) abort(err error) {
 		st.recvErr = err
 	}
 	st.mu.Unlock()
+	st.releaseHeld()
 	st.c.wmu.Lock()
 	st.sendDone = true
 	st.c.winCond.Broadcast()
@@ -397,7 +489,11 @@ func (st *stream) next() (inMsg, error) {
 			st.msgs[0] = inMsg{}
 			st.msgs = st.msgs[1:]
 			st.queued -= len(*m.buf)
+			counted := !st.gone
 			st.mu.Unlock()
+			if counted {
+				st.c.addHeld(-int64(len(*m.buf)))
+			}
 			st.release()
 			return m, nil
 		}
@@ -510,7 +606,7 @@ func (st *stream) finish(resp any, err error) {
 			st.sendDone = true
 			c.appendTrailers(st, toStatus(err))
 			if clientOpen {
-				c.wbuf = appendRSTStream(c.wbuf, st.id, http2.ErrCodeNo)
+				c.appendResetLocked(st.id, http2.ErrCodeNo)
 			}
 		}
 	}
@@ -524,6 +620,7 @@ func (st *stream) finish(resp any, err error) {
 
 // dropReceived gives back the buffers of messages the handler never read.
 func (st *stream) dropReceived() {
+	st.releaseHeld()
 	st.mu.Lock()
 	msgs := st.msgs
 	st.msgs = nil
@@ -644,7 +741,7 @@ func statusCodeText(c codes.Code) string {
 // encodeMD HPACK-encodes metadata the handler set.
 func (c *conn) encodeMD(md metadata.MD) {
 	for k, vs := range md {
-		if reservedHeader(k) || len(k) == 0 || k[0] == ':' {
+		if reservedHeader(k) || connectionHeader(k) || len(k) == 0 || k[0] == ':' {
 			continue
 		}
 		bin := len(k) > 4 && k[len(k)-4:] == "-bin"
@@ -671,13 +768,18 @@ func (st *stream) writeMessageLocked(payload mem.BufferSlice) error {
 	rest := 5 + total
 	part, partIdx, off := prefix[:], -1, 0
 	var stopWake func() bool
+	var stall *time.Timer
 	defer func() {
 		if stopWake != nil {
 			stopWake()
 		}
+		if stall != nil {
+			stall.Stop()
+		}
 	}()
+	var waitSince time.Time
 	for rest > 0 {
-		for c.sendWin <= 0 || st.sendWin <= 0 {
+		for c.sendWin <= 0 || st.sendWin <= 0 || len(c.wbuf) >= maxQueuedWrite {
 			if st.sendDone || c.wclosed {
 				return status.Error(codes.Canceled, "the call ended while sending")
 			}
@@ -691,10 +793,32 @@ func (st *stream) writeMessageLocked(payload mem.BufferSlice) error {
 					c.wmu.Unlock()
 				})
 			}
+			timeout := c.opts.StallTimeout
+			switch {
+			case waitSince.IsZero():
+				waitSince = time.Now()
+				if stall == nil {
+					stall = time.AfterFunc(timeout, func() {
+						c.wmu.Lock()
+						c.winCond.Broadcast()
+						c.wmu.Unlock()
+					})
+				} else {
+					stall.Reset(timeout)
+				}
+			case time.Since(waitSince) >= timeout:
+				// The client takes nothing: the call ends, and so does
+				// what it had queued for the client.
+				st.sendDone = true
+				c.appendResetLocked(st.id, http2.ErrCodeCancel)
+				st.cancel()
+				return status.Errorf(codes.Unavailable, "the client took nothing for %v", timeout)
+			}
 			st.detach()    // the reader must read on for the client's credit to arrive
 			c.kickWriter() // and what is queued must go out for the client to grant it
 			c.winCond.Wait()
 		}
+		waitSince = time.Time{}
 		if st.sendDone || c.wclosed {
 			return status.Error(codes.Canceled, "the call ended while sending")
 		}

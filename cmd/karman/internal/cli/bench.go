@@ -20,7 +20,10 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newBenchEngineCmd())
-	cmd.AddCommand(newBenchProtocolCmds()...)
+	cmd.AddCommand(
+		newBenchExecCmd("produce", "Measure producing over a protocol, side by side with a peer broker"),
+		newBenchExecCmd("consume", "Measure consuming over a protocol, side by side with a peer broker"),
+	)
 	return cmd
 }
 

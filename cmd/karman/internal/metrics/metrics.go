@@ -17,7 +17,7 @@ type Collector struct {
 	stats StatsFunc
 
 	up, messagesIn, bytesIn, messagesOut, bytesOut, depth,
-	topics, disk, diskFull, logMin, logEnd, dispatched, dispatchLag, corrupt *prometheus.Desc
+	topics, disk, diskFull, logMin, logEnd, dispatched, dispatchLag, corrupt, unconsumedDeleted *prometheus.Desc
 }
 
 // NewCollector returns a collector reading stats at every scrape.
@@ -39,12 +39,14 @@ func NewCollector(stats StatsFunc) *Collector {
 		dispatched:  prometheus.NewDesc("karman_commitlog_dispatched_offset_bytes", "Commit-log offset up to which messages are indexed and pullable.", nil, nil),
 		dispatchLag: prometheus.NewDesc("karman_dispatch_lag_bytes", "Appended commit-log bytes not yet indexed.", nil, nil),
 		corrupt:     prometheus.NewDesc("karman_corrupt_records_total", "Stored records skipped because they failed their checks.", nil, nil),
+		unconsumedDeleted: prometheus.NewDesc("karman_retention_unconsumed_deleted_messages_total",
+			"Messages retention deleted before a consumer group had consumed them (by its committed offset), counted once per group that had not.", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.messagesIn, c.bytesIn, c.messagesOut, c.bytesOut, c.depth, c.topics, c.disk, c.diskFull, c.logMin, c.logEnd, c.dispatched, c.dispatchLag, c.corrupt} {
+	for _, d := range []*prometheus.Desc{c.up, c.messagesIn, c.bytesIn, c.messagesOut, c.bytesOut, c.depth, c.topics, c.disk, c.diskFull, c.logMin, c.logEnd, c.dispatched, c.dispatchLag, c.corrupt, c.unconsumedDeleted} {
 		ch <- d
 	}
 }
@@ -76,6 +78,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.dispatched, prometheus.GaugeValue, float64(s.DispatchedOffset))
 	ch <- prometheus.MustNewConstMetric(c.dispatchLag, prometheus.GaugeValue, float64(max(s.LogEndOffset-s.DispatchedOffset, 0)))
 	ch <- prometheus.MustNewConstMetric(c.corrupt, prometheus.CounterValue, float64(s.CorruptRecords))
+	ch <- prometheus.MustNewConstMetric(c.unconsumedDeleted, prometheus.CounterValue, float64(s.RetentionUnconsumedDeleted))
 }
 
 // NewAppendLatency returns the histogram of commit-log append durations

@@ -21,6 +21,8 @@ func TestCollector(t *testing.T) {
 		DispatchedOffset: 4000,
 		CorruptRecords:   2,
 		Health:           engine.Health{Disk: engine.DiskFull, Reason: "disk 91% full"},
+
+		RetentionUnconsumedDeleted: 37,
 	}
 	c := NewCollector(func() (engine.Stats, bool) { return stats, true })
 	want := `
@@ -36,6 +38,9 @@ karman_disk_full 1
 # HELP karman_corrupt_records_total Stored records skipped because they failed their checks.
 # TYPE karman_corrupt_records_total counter
 karman_corrupt_records_total 2
+# HELP karman_retention_unconsumed_deleted_messages_total Messages retention deleted before a consumer group had consumed them (by its committed offset), counted once per group that had not.
+# TYPE karman_retention_unconsumed_deleted_messages_total counter
+karman_retention_unconsumed_deleted_messages_total 37
 # HELP karman_engine_up 1 while the engine is open and serving, 0 while starting or stopping.
 # TYPE karman_engine_up gauge
 karman_engine_up 1
@@ -53,13 +58,13 @@ karman_topic_bytes_out_total{topic="audit"} 0
 karman_topic_bytes_out_total{topic="orders"} 400
 `
 	err := testutil.CollectAndCompare(c, strings.NewReader(want),
-		"karman_dispatch_lag_bytes", "karman_disk_bytes", "karman_disk_full", "karman_corrupt_records_total", "karman_engine_up",
+		"karman_dispatch_lag_bytes", "karman_disk_bytes", "karman_disk_full", "karman_corrupt_records_total", "karman_retention_unconsumed_deleted_messages_total", "karman_engine_up",
 		"karman_topic_depth_messages", "karman_topic_messages_in_total", "karman_topic_bytes_out_total")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 1+5*2+8 {
-		t.Errorf("collected %d metrics, want %d", n, 1+5*2+8)
+	if n := testutil.CollectAndCount(c); n != 1+5*2+9 {
+		t.Errorf("collected %d metrics, want %d", n, 1+5*2+9)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", err, problems)

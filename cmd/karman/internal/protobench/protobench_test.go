@@ -1,4 +1,4 @@
-package cli
+package protobench
 
 import (
 	"bytes"
@@ -14,14 +14,14 @@ import (
 	namesrvfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv"
 )
 
-// runBench runs "karman bench <args>" and returns standard output.
+// runBench runs "karman-bench <args>" and returns standard output.
 func runBench(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := New(&frontend.Registry{})
+	root := New("karman-bench")
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"bench"}, args...))
+	root.SetArgs(args)
 	err := root.Execute()
 	if err != nil {
 		t.Logf("stderr:\n%s", errOut.String())

@@ -1,4 +1,4 @@
-package cli
+package protobench
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/karmanmq/karman/bench/jetstream"
 	"github.com/karmanmq/karman/bench/remoting"
 	"github.com/karmanmq/karman/bench/rocketmq"
+	"github.com/karmanmq/karman/cmd/karman/internal/cli"
 	"github.com/karmanmq/karman/cmd/karman/internal/config"
 	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
 	"github.com/karmanmq/karman/cmd/karman/internal/serve"
@@ -40,12 +42,41 @@ const (
 	benchGRPC    = "grpc"
 )
 
-// newBenchProtocolCmds returns "bench produce" and "bench consume".
-func newBenchProtocolCmds() []*cobra.Command {
-	return []*cobra.Command{
+// Main runs the command line of karman-bench and exits the process: 0 on
+// success, 1 on any error (cobra prints it). The commands call themselves
+// by the name the process was started with, so that "karman bench", which
+// starts this binary under that name, gets help and errors in its own
+// words.
+func Main() {
+	name := filepath.Base(os.Args[0])
+	if err := New(name).ExecuteContext(context.Background()); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// New returns the root command, calling itself name in help and errors;
+// its commands are "produce" and "consume".
+func New(name string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "karman-bench",
+		Short: "Measure brokers over the network: Karman side by side with peers",
+		Long: `Measure brokers over the network: Karman, in this process or at an
+address, side by side with peer brokers (NATS JetStream) in the same run.
+"karman bench produce" and "karman bench consume" run this program.`,
+		// Errors are printed once by cobra; usage only on request.
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: name},
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+	})
+	root.AddCommand(
 		newBenchProtocolCmd(bench.ModeProduce),
 		newBenchProtocolCmd(bench.ModeConsume),
-	}
+	)
+	return root
 }
 
 // protocolBench holds the flags of one "bench produce|consume" command.
@@ -116,7 +147,8 @@ and phase: a table, or JSON with --json:
 			return b.run(ctx, cmd)
 		},
 	}
-	f := sortedFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.SortFlags = false // in the order added, which groups related flags
 	f.StringVar(&b.protocol, "protocol", "remoting", "protocol to drive the broker with: remoting or grpc")
 	f.StringVar(&b.addr, "addr", "", "name server host:port for remoting, endpoint host:port for grpc (default: start Karman in this process)")
 	f.StringVar(&b.w.Topic, "topic", bench.DefaultTopic, "topic (and NATS subject)")
@@ -357,8 +389,8 @@ func startBenchKarman(ctx context.Context, data, flush string, queues int32, wit
 		k.done <- serve.Run(sctx, serve.Options{
 			Config:    &cfg,
 			Frontends: fronts,
-			Version:   Version(),
-			Logger:    newLogger(stderr, cfg.LogLevel),
+			Version:   cli.Version(),
+			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})),
 			Announce:  ann,
 		})
 	}()
