@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -301,14 +302,17 @@ func TestDiskFSNotStarted(t *testing.T) {
 
 // TestDiskFSClosedWhileWaiting: when the monitor closes, a waiting write
 // of a table fails with its ENOSPC, while a write of pebble's log, which
-// pebble cannot see fail, stays parked.
+// pebble cannot see fail, stays parked, unless the database writes no
+// log (NoLog): its .log files are then like any other.
 func TestDiskFSClosedWhileWaiting(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
+		noLog  bool
 		parked bool
-	}{{"000009.sst", false}, {"000010.log", true}} {
-		t.Run(tt.name, func(t *testing.T) {
+	}{{"000009.sst", false, false}, {"000010.log", false, true}, {"000011.log", true, false}} {
+		t.Run(fmt.Sprintf("%s/NoLog=%v", tt.name, tt.noLog), func(t *testing.T) {
 			fs, _, m := newDiskFS(t, 10, true)
+			fs.NoLog = tt.noLog
 			f, err := fs.Create(tt.name, vfs.WriteCategoryUnspecified)
 			if err != nil {
 				t.Fatal(err)
