@@ -76,7 +76,7 @@ func TestStoreHooksChangeProperties(t *testing.T) {
 			m.SetProperty("stamp", "1")
 			m.SetTags("rewritten")
 			m.SetKeys([]string{"k-" + string(m.Body)})
-			m.Topic = "Elsewhere" // ignored
+			m.Topic = "Elsewhere"      // ignored
 			m.Body = []byte("changed") // ignored
 		}
 		return nil
