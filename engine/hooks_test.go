@@ -422,3 +422,85 @@ func TestDeliverHookFailureHandsPopsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestHooksConcurrent sends and pops from several goroutines through a
+// store hook and a delivery hook (run it with -race): every message
+// stored carries the store hook's property, and every message the
+// delivery hook keeps is delivered once.
+func TestHooksConcurrent(t *testing.T) {
+	stamp := storeFunc(func(_ context.Context, b *hook.StoreBatch) error {
+		for _, m := range b.Messages {
+			m.SetProperty("stamped", "yes")
+			if m.Property("n") != "" && m.Property("n")[len(m.Property("n"))-1] == '0' {
+				m.SetProperty("secret", "yes") // every tenth
+			}
+		}
+		return nil
+	})
+	e := openTest(t, t.TempDir(), &Options{Hooks: []any{stamp, &dropSecret{}}, AutoCreateGroups: true})
+	defer e.Close()
+	mustTopic(t, e, "T", 4)
+	ctx := context.Background()
+	const senders, each = 4, 50
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := e.Send(ctx, newMsg("T", fmt.Sprintf("s%d-%d", s, i), "n", fmt.Sprint(i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+	)
+	want := senders * each * 9 / 10
+	ctx2, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				n := len(seen)
+				mu.Unlock()
+				if n >= want || ctx2.Err() != nil {
+					return
+				}
+				got, err := e.Pop(ctx2, PopOptions{Group: "G", Topic: "T", Max: 16, Wait: 50 * time.Millisecond, Invisible: time.Minute})
+				if err != nil && ctx2.Err() == nil {
+					t.Error(err)
+					return
+				}
+				for _, p := range got {
+					m, _, err := message.DecodeStored(p.Record)
+					if err != nil || m.Property("stamped") != "yes" || m.Property("secret") != "" {
+						t.Errorf("popped %v: %v", m, err)
+						return
+					}
+					mu.Lock()
+					seen[string(m.Body)]++
+					mu.Unlock()
+					if err := e.Ack(ctx, "G", p.Handle); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != want {
+		t.Fatalf("%d distinct messages delivered, want %d", len(seen), want)
+	}
+	for body, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s delivered %d times", body, n)
+		}
+	}
+}
