@@ -18,6 +18,12 @@
 // truncates a torn tail of the log and replays the log past the index's
 // checkpoint, so every acknowledged message becomes pullable again.
 //
+// Hooks (Options.Hooks, package hook) see every producer batch before it
+// is stored and every batch a pull or pop is about to deliver; with none
+// installed a hook point is a length check. Follow reads the commit log
+// itself in order from an offset, waiting for appends: what connectors
+// and replication build on.
+//
 // Concurrency: every exported method of Engine is safe for concurrent use.
 // Lock order: commit-log append lock → (nothing); a queue's waiter mutex and
 // the dispatcher's mutex are leaves. Send never waits for the dispatcher.

@@ -142,6 +142,13 @@ type Options struct {
 	// Send or SendBatch) with its duration. It must be fast.
 	AppendLatency func(time.Duration)
 
+	// Hooks are the hooks the engine calls, in order: each value
+	// implements one or more of the interfaces of package hook
+	// (hook.BeforeStore, hook.BeforeDeliver), and a value that implements
+	// none is refused. Default none: with no hook of a kind, its hook
+	// point costs a length check.
+	Hooks []any
+
 	// statfs, when set, replaces the file-system query of the disk
 	// monitor (tests).
 	statfs func(dir string) (used, total uint64, err error)
@@ -276,7 +283,8 @@ func (o *Options) Validate() error {
 	case o.RetentionInterval < 0:
 		return fmt.Errorf("engine: negative retention interval %s", o.RetentionInterval)
 	}
-	return nil
+	_, err := newHooks(o.Hooks)
+	return err
 }
 
 func positive(ds []time.Duration) bool {

@@ -355,10 +355,20 @@ func (e *Engine) popLocked(ctx context.Context, q *queueState, pq *popQueue, g m
 	pq.fifo = g.FIFO
 	var d int64
 	var err error
+	from := len(out)
 	if g.FIFO {
 		out, d, err = e.popFIFO(ctx, q, pq, o, out)
 	} else {
 		out, d, err = e.popQueueOnce(ctx, q, pq, o, out)
+	}
+	if len(e.hooks.deliver) > 0 && len(out) > from {
+		if err != nil {
+			// Not past the hooks: not delivered.
+			handBack(pq, out[from:], o.now)
+			out = out[:from]
+		} else {
+			out, err = e.popHooks(ctx, q, pq, o, out, from)
+		}
 	}
 	if d > 0 && (next == 0 || d < next) {
 		next = d

@@ -48,6 +48,11 @@ var (
 //     failure a producer retries elsewhere; the message says why.
 //   - A message refused for its type is MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
 //     which producers do not retry.
+//   - A send, receive or pull a hook rejected (engine.ErrRejected) is
+//     FORBIDDEN with the hook's reason, as RocketMQ's proxy answers its
+//     authorization hook's denials; a hook that fails
+//     (engine.ErrHookFailed) is INTERNAL_SERVER_ERROR, which producers
+//     retry.
 //   - A recall of a message no longer waiting for delivery is NOT_FOUND;
 //     MESSAGE_NOT_FOUND would read as success to clients.
 var statusCodes = []struct {
@@ -101,6 +106,8 @@ var statusCodes = []struct {
 	{engine.ErrInvalidGroup, rmqpb.Code_ILLEGAL_CONSUMER_GROUP},
 	{engine.ErrReservedName, rmqpb.Code_FORBIDDEN},
 	{engine.ErrNoPermission, rmqpb.Code_FORBIDDEN},
+	{engine.ErrRejected, rmqpb.Code_FORBIDDEN},
+	{engine.ErrHookFailed, rmqpb.Code_INTERNAL_SERVER_ERROR},
 	{engine.ErrInvalidQueue, rmqpb.Code_BAD_REQUEST},
 	{engine.ErrEmptyBody, rmqpb.Code_MESSAGE_BODY_EMPTY},
 	{engine.ErrMessageTooLarge, rmqpb.Code_MESSAGE_BODY_TOO_LARGE},

@@ -27,6 +27,13 @@ import (
 //     the topic) is MESSAGE_ILLEGAL, which producers do not retry.
 //   - A reserved name (system topic, light queue) and a read- or
 //     write-protected topic are NO_PERMISSION.
+//   - A send, pull or pop a hook rejected (engine.ErrRejected) is
+//     NO_PERMISSION, with the hook's reason as the remark: Java's broker
+//     answers whatever code its hook's AbortProcessException names, and
+//     its own authorization hook names NO_PERMISSION; a rejection is a
+//     policy decision, not a malformed message (MESSAGE_ILLEGAL). A hook
+//     that fails (engine.ErrHookFailed) is a SYSTEM_ERROR, which clients
+//     retry.
 //   - A missing message is QUERY_NOT_FOUND; a missing stored offset too.
 //   - An expression type the broker has switched off (SQL92) is a
 //     SYSTEM_ERROR, as in Java; a subscription that does not parse is
@@ -60,6 +67,8 @@ var errorCodes = []struct {
 
 	{engine.ErrReservedName, wire.NoPermission},
 	{engine.ErrNoPermission, wire.NoPermission},
+	{engine.ErrRejected, wire.NoPermission},
+	{engine.ErrHookFailed, wire.SystemError},
 
 	{engine.ErrEmptyBody, wire.MessageIllegal},
 	{engine.ErrMessageTooLarge, wire.MessageIllegal},
