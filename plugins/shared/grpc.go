@@ -1,0 +1,227 @@
+package shared
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/karmanmq/karman/plugins/internal/pluginpb"
+)
+
+// GRPCPlugin is the go-plugin glue of the plugin map: in a plugin
+// process it serves Impl; in the broker it yields a client of the Plugin
+// service (a pluginpb.PluginClient, for package plugins).
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	// Impl is the plugin's implementation (plugin side only).
+	Impl any
+}
+
+// PluginMap is the plugin map of the given implementation (nil on the
+// broker's side).
+func PluginMap(impl any) plugin.PluginSet {
+	return plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl}}
+}
+
+// GRPCServer registers the Plugin service.
+func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	if p.Impl == nil {
+		return errors.New("shared: no plugin implementation to serve")
+	}
+	pluginpb.RegisterPluginServer(s, &server{impl: p.Impl})
+	return nil
+}
+
+// GRPCClient returns a client of the Plugin service.
+func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return pluginpb.NewPluginClient(c), nil
+}
+
+// Serve serves impl as a Karman plugin: the plugin's main calls it and
+// it returns when the broker is done with the plugin. impl implements
+// one or more of StoreInterceptor, DeliverInterceptor, Sink and Source,
+// and optionally Configurer.
+func Serve(impl any) {
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{
+			ProtocolVersion: PluginMap(impl),
+		},
+		GRPCServer: plugin.DefaultGRPCServer,
+	})
+}
+
+// server adapts an implementation to the generated service.
+type server struct {
+	pluginpb.UnimplementedPluginServer
+	impl any
+}
+
+func (s *server) Configure(ctx context.Context, req *pluginpb.ConfigureRequest) (*pluginpb.ConfigureResponse, error) {
+	var st Settings
+	if c, ok := s.impl.(Configurer); ok {
+		var err error
+		if st, err = c.Configure(ctx, req.GetName(), req.GetConfig()); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "configure: %v", err)
+		}
+	}
+	resp := &pluginpb.ConfigureResponse{Bodies: st.Bodies, SinkTopics: st.SinkTopics}
+	if _, ok := s.impl.(StoreInterceptor); ok {
+		resp.Kinds = append(resp.Kinds, pluginpb.Kind_KIND_BEFORE_STORE)
+	}
+	if _, ok := s.impl.(DeliverInterceptor); ok {
+		resp.Kinds = append(resp.Kinds, pluginpb.Kind_KIND_BEFORE_DELIVER)
+	}
+	if _, ok := s.impl.(Sink); ok {
+		resp.Kinds = append(resp.Kinds, pluginpb.Kind_KIND_SINK)
+	}
+	if _, ok := s.impl.(Source); ok {
+		resp.Kinds = append(resp.Kinds, pluginpb.Kind_KIND_SOURCE)
+	}
+	if len(resp.Kinds) == 0 {
+		return nil, status.Errorf(codes.FailedPrecondition, "plugin %T implements no plugin kind", s.impl)
+	}
+	return resp, nil
+}
+
+func (s *server) BeforeStore(ctx context.Context, req *pluginpb.StoreRequest) (*pluginpb.StoreResponse, error) {
+	h, ok := s.impl.(StoreInterceptor)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "not a store interceptor")
+	}
+	b := &StoreBatch{Client: clientFromPB(req.GetClient()), Topic: req.GetTopic(), Queue: req.GetQueue()}
+	b.Messages = MessagesFromPB(req.GetMessages(), nil)
+	// The hook gets copies of the property maps; what differs after it
+	// returns goes back.
+	orig := req.GetMessages()
+	for i := range b.Messages {
+		b.Messages[i].Properties = maps.Clone(b.Messages[i].Properties)
+	}
+	resp := &pluginpb.StoreResponse{}
+	if err := h.BeforeStore(ctx, b); err != nil {
+		return rejectOr(resp, err, func(r string) { resp.Reject = r })
+	}
+	for i := range b.Messages {
+		if p := b.Messages[i].Properties; !maps.Equal(p, orig[i].GetProperties()) {
+			resp.Changes = append(resp.Changes, &pluginpb.PropertyChange{Index: uint32(i), Properties: p})
+		}
+	}
+	return resp, nil
+}
+
+func (s *server) BeforeDeliver(ctx context.Context, req *pluginpb.DeliverRequest) (*pluginpb.DeliverResponse, error) {
+	h, ok := s.impl.(DeliverInterceptor)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "not a delivery interceptor")
+	}
+	b := &DeliverBatch{Client: clientFromPB(req.GetClient()), Topic: req.GetTopic(), Queue: req.GetQueue(), Group: req.GetGroup()}
+	b.Messages = MessagesFromPB(req.GetMessages(), nil)
+	resp := &pluginpb.DeliverResponse{}
+	if err := h.BeforeDeliver(ctx, b); err != nil {
+		return rejectOr(resp, err, func(r string) { resp.Reject = r })
+	}
+	for _, i := range b.dropped {
+		if int(i) >= len(b.Messages) {
+			return nil, status.Errorf(codes.OutOfRange, "dropped index %d of a batch of %d", i, len(b.Messages))
+		}
+	}
+	resp.Drop = b.dropped
+	return resp, nil
+}
+
+func (s *server) Write(ctx context.Context, req *pluginpb.WriteRequest) (*pluginpb.WriteResponse, error) {
+	h, ok := s.impl.(Sink)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "not a sink")
+	}
+	if err := h.Write(ctx, MessagesFromPB(req.GetMessages(), nil)); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "write: %v", err)
+	}
+	return &pluginpb.WriteResponse{}, nil
+}
+
+func (s *server) Read(ctx context.Context, req *pluginpb.ReadRequest) (*pluginpb.ReadResponse, error) {
+	h, ok := s.impl.(Source)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "not a source")
+	}
+	if w := req.GetWaitMs(); w > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(w)*time.Millisecond)
+		defer cancel()
+	}
+	msgs, err := h.Read(ctx, int(req.GetMax()))
+	if err != nil && !(ctx.Err() != nil && len(msgs) == 0) {
+		return nil, status.Errorf(codes.Unavailable, "read: %v", err)
+	}
+	for i := range msgs {
+		if msgs[i].Topic == "" {
+			return nil, status.Errorf(codes.InvalidArgument, "read: message %d has no topic", i)
+		}
+	}
+	return &pluginpb.ReadResponse{Messages: MessagesToPB(msgs)}, nil
+}
+
+func (s *server) Ack(ctx context.Context, _ *pluginpb.AckRequest) (*pluginpb.AckResponse, error) {
+	h, ok := s.impl.(Source)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "not a source")
+	}
+	if err := h.Ack(ctx); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "ack: %v", err)
+	}
+	return &pluginpb.AckResponse{}, nil
+}
+
+// rejectOr turns a Reject into a response that says so and any other
+// error into a gRPC error.
+func rejectOr[R any](resp R, err error, set func(string)) (R, error) {
+	var rej *RejectError
+	if errors.As(err, &rej) {
+		reason := rej.Reason
+		if reason == "" {
+			reason = "rejected by plugin"
+		}
+		set(reason)
+		return resp, nil
+	}
+	var zero R
+	return zero, status.Error(codes.Unknown, fmt.Sprint(err))
+}
+
+func clientFromPB(c *pluginpb.Client) Client {
+	return Client{Protocol: c.GetProtocol(), ID: c.GetId(), Addr: c.GetAddr(), Group: c.GetGroup()}
+}
+
+// MessagesFromPB converts wire messages, appending to dst.
+func MessagesFromPB(ms []*pluginpb.Message, dst []Message) []Message {
+	for _, m := range ms {
+		dst = append(dst, Message{
+			Topic: m.GetTopic(), Body: m.GetBody(), Flag: m.GetFlag(), Properties: m.GetProperties(),
+			QueueID: m.GetQueueId(), QueueOffset: m.GetQueueOffset(), CommitLogOffset: m.GetCommitLogOffset(),
+			StoreTimestamp: m.GetStoreTimestamp(), BornTimestamp: m.GetBornTimestamp(),
+		})
+	}
+	return dst
+}
+
+// MessagesToPB converts messages to their wire form.
+func MessagesToPB(ms []Message) []*pluginpb.Message {
+	out := make([]*pluginpb.Message, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		out[i] = &pluginpb.Message{
+			Topic: m.Topic, Body: m.Body, Flag: m.Flag, Properties: m.Properties,
+			QueueId: m.QueueID, QueueOffset: m.QueueOffset, CommitLogOffset: m.CommitLogOffset,
+			StoreTimestamp: m.StoreTimestamp, BornTimestamp: m.BornTimestamp,
+		}
+	}
+	return out
+}
