@@ -275,8 +275,8 @@ func classifyStart(err error) error {
 	if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
 		return ErrChecksum
 	}
-	msg := err.Error()
-	for _, s := range []string{"Unrecognized remote plugin message", "Incompatible API version", "Unsupported plugin protocol", "exited before we could connect"} {
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"unrecognized remote plugin message", "incompatible api version", "unsupported plugin protocol", "exited before we could connect"} {
 		if strings.Contains(msg, s) {
 			return ErrHandshake
 		}

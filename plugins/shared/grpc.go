@@ -102,7 +102,11 @@ func (s *server) BeforeStore(ctx context.Context, req *pluginpb.StoreRequest) (*
 	// returns goes back.
 	orig := req.GetMessages()
 	for i := range b.Messages {
-		b.Messages[i].Properties = maps.Clone(b.Messages[i].Properties)
+		if p := b.Messages[i].Properties; p != nil {
+			b.Messages[i].Properties = maps.Clone(p)
+		} else {
+			b.Messages[i].Properties = map[string]string{}
+		}
 	}
 	resp := &pluginpb.StoreResponse{}
 	if err := h.BeforeStore(ctx, b); err != nil {
