@@ -2,10 +2,15 @@ package plugins
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,31 +19,42 @@ import (
 	"github.com/karmanmq/karman/engine/meta"
 )
 
-// bin holds the plugin programs the tests run, built once by TestMain.
-var bin string
+// bin holds the plugin programs the tests run, built on first use.
+var (
+	bin      string
+	buildErr error
+	build    sync.Once
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "karman-plugins-test")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-			"./examples/webhook", "./examples/filesource", "./examples/headerauth", "./internal/testplugin")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building the plugins:", err)
-			return 1
-		}
-		bin = dir
-		return m.Run()
-	}())
+	code := m.Run()
+	if bin != "" {
+		os.RemoveAll(bin)
+	}
+	os.Exit(code)
 }
 
-// program returns the path of a built plugin program.
-func program(name string) string { return filepath.Join(bin, name) }
+// program returns the path of a built plugin program, building the
+// programs the first time.
+func program(name string) string {
+	build.Do(func() {
+		dir, err := os.MkdirTemp("", "karman-plugins-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		bin = dir
+		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+			"./examples/webhook", "./examples/filesource", "./examples/headerauth", "./internal/testplugin")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the plugins: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		panic(buildErr)
+	}
+	return filepath.Join(bin, name)
+}
 
 // load loads a plugin and closes it at the end of the test.
 func load(t testing.TB, spec string, opts Options) *Plugin {
@@ -111,4 +127,23 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func killPID(pid int) error {
+	if pid == 0 {
+		return errors.New("no plugin process")
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// testLogger logs to the test's log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
