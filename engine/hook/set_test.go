@@ -10,7 +10,9 @@ import (
 
 type authFunc func(*hook.Credentials) (hook.Principal, error)
 
-func (f authFunc) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) { return f(c) }
+func (f authFunc) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) {
+	return f(c)
+}
 
 type authzFunc func(hook.Principal, hook.Action, hook.Resource) error
 
@@ -19,7 +21,9 @@ func (f authzFunc) Authorize(_ context.Context, p hook.Principal, a hook.Action,
 }
 
 func TestSortAndAuth(t *testing.T) {
-	refuse := authFunc(func(*hook.Credentials) (hook.Principal, error) { return hook.Principal{}, hook.Unauthenticated("first refuses") })
+	refuse := authFunc(func(*hook.Credentials) (hook.Principal, error) {
+		return hook.Principal{}, hook.Unauthenticated("first refuses")
+	})
 	accept := authFunc(func(c *hook.Credentials) (hook.Principal, error) { return hook.Principal{Name: c.AccessKey}, nil })
 	onlyPub := authzFunc(func(_ hook.Principal, a hook.Action, _ hook.Resource) error {
 		if a != hook.ActionPub {
