@@ -237,3 +237,26 @@ func TestRemotingACL(t *testing.T) {
 		}
 	}
 }
+
+// TestGRPCACL drives the guarded gRPC endpoint with the Node.js client
+// and sessionCredentials: every call of a producer's start-up and send is
+// signed and verified, and the store hook sees the principal.
+func TestGRPCACL(t *testing.T) {
+	requireNode(t)
+	g := startGuarded(t)
+	k := &karman{t: t, grpc: g.grpc}
+
+	t.Setenv("COMPAT_ACCESS_KEY", authAccessKey)
+	t.Setenv("COMPAT_ACCESS_SECRET", authSecret)
+	res := k.nodeTrySend(authTopic, []outMessage{{Body: "signed"}})
+	if res[0].Error != nil {
+		t.Fatalf("allowed send: %+v", res[0].Error)
+	}
+	g.store.mu.Lock()
+	last := g.store.names[len(g.store.names)-1]
+	g.store.mu.Unlock()
+	if last != "grpc:"+authAccessKey {
+		t.Fatalf("the store hook saw sender %q, want grpc:%s", last, authAccessKey)
+	}
+
+}
