@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/karmanmq/karman/engine/commitlog"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/index"
 	"github.com/karmanmq/karman/engine/internal/disk"
 	"github.com/karmanmq/karman/engine/internal/kv"
@@ -68,7 +69,7 @@ type Engine struct {
 
 	bufs sync.Pool // *sendState
 
-	hooks hooks // Options.Hooks by kind
+	hooks hook.Set // Options.Hooks by kind
 
 	closed  atomic.Bool
 	closing chan struct{}

@@ -22,31 +22,19 @@ var (
 	ErrHookFailed = errors.New("engine: hook failed")
 )
 
-// hooks are the installed hooks by kind, in Options.Hooks order.
-type hooks struct {
-	store   []hook.BeforeStore
-	deliver []hook.BeforeDeliver
+// newHooks sorts list into the kinds of hook each value implements.
+func newHooks(list []any) (hook.Set, error) {
+	s, err := hook.Sort(list)
+	if err != nil {
+		return hook.Set{}, fmt.Errorf("engine: %w", err)
+	}
+	return s, nil
 }
 
-// newHooks sorts list into the kinds of hook each value implements.
-func newHooks(list []any) (hooks, error) {
-	var h hooks
-	for i, v := range list {
-		known := false
-		if s, ok := v.(hook.BeforeStore); ok {
-			h.store = append(h.store, s)
-			known = true
-		}
-		if d, ok := v.(hook.BeforeDeliver); ok {
-			h.deliver = append(h.deliver, d)
-			known = true
-		}
-		if !known {
-			return hooks{}, fmt.Errorf("engine: hook %d (%T) implements none of hook.BeforeStore and hook.BeforeDeliver", i, v)
-		}
-	}
-	return h, nil
-}
+// Hooks returns Options.Hooks sorted by kind, for the front-ends: they
+// call its Authenticators and Authorizers on the requests they serve.
+// The set is read-only.
+func (e *Engine) Hooks() *hook.Set { return &e.hooks }
 
 // hookError wraps the error a hook h returned during op.
 func hookError(ctx context.Context, op string, h any, err error) error {
@@ -91,7 +79,7 @@ func (e *Engine) beforeStore(ctx context.Context, msgs []*message.Message, queue
 	if c, ok := hook.FromContext(ctx); ok {
 		b.Client = *c
 	}
-	for _, h := range e.hooks.store {
+	for _, h := range e.hooks.Store {
 		if err := h.BeforeStore(ctx, b); err != nil {
 			return nil, hookError(ctx, "send to "+topic, h, err)
 		}
@@ -127,7 +115,7 @@ func (e *Engine) beforeDeliver(ctx context.Context, op, topic string, queueID in
 		}
 		b.Messages[i] = m
 	}
-	for _, h := range e.hooks.deliver {
+	for _, h := range e.hooks.Deliver {
 		if err := h.BeforeDeliver(ctx, b); err != nil {
 			return nil, hookError(ctx, op, h, err)
 		}

@@ -59,8 +59,8 @@ func TestHooksValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if len(e.hooks.store) != 1 || len(e.hooks.deliver) != 1 {
-		t.Fatalf("a value implementing both kinds is installed as %d store and %d delivery hooks", len(e.hooks.store), len(e.hooks.deliver))
+	if len(e.hooks.Store) != 1 || len(e.hooks.Deliver) != 1 {
+		t.Fatalf("a value implementing both kinds is installed as %d store and %d delivery hooks", len(e.hooks.Store), len(e.hooks.Deliver))
 	}
 }
 

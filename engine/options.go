@@ -144,8 +144,11 @@ type Options struct {
 
 	// Hooks are the hooks the engine calls, in order: each value
 	// implements one or more of the interfaces of package hook
-	// (hook.BeforeStore, hook.BeforeDeliver), and a value that implements
-	// none is refused. Default none: with no hook of a kind, its hook
+	// (hook.BeforeStore, hook.BeforeDeliver, hook.Authenticator,
+	// hook.Authorizer), and a value that implements none is refused.
+	// The engine calls the store and delivery hooks; the front-ends
+	// serving from it call the Authenticators and Authorizers
+	// (Engine.Hooks). Default none: with no hook of a kind, its hook
 	// point costs a length check.
 	Hooks []any
 

@@ -361,7 +361,7 @@ func (e *Engine) popLocked(ctx context.Context, q *queueState, pq *popQueue, g m
 	} else {
 		out, d, err = e.popQueueOnce(ctx, q, pq, o, out)
 	}
-	if len(e.hooks.deliver) > 0 && len(out) > from {
+	if len(e.hooks.Deliver) > 0 && len(out) > from {
 		if err != nil {
 			// Not past the hooks: not delivered.
 			handBack(pq, out[from:], o.now)

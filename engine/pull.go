@@ -107,7 +107,7 @@ func (e *Engine) Pull(ctx context.Context, topic string, queueID int32, offset i
 		return res, &OffsetRangeError{Topic: topic, Queue: queueID, Offset: offset, Min: res.MinOffset, Max: res.MaxOffset}
 	}
 	err = e.readEntries(ctx, q, res, max, f)
-	if len(e.hooks.deliver) > 0 && err == nil && len(res.Records) > 0 {
+	if len(e.hooks.Deliver) > 0 && err == nil && len(res.Records) > 0 {
 		if err := e.pullHooks(ctx, topic, queueID, res); err != nil {
 			res.Release()
 			return nil, err

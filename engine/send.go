@@ -149,7 +149,7 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(e.hooks.store) > 0 {
+	if len(e.hooks.Store) > 0 {
 		var err error
 		if msgs, err = e.beforeStore(ctx, msgs, queueID); err != nil {
 			return err

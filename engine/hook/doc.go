@@ -46,12 +46,48 @@
 // counting the attempt. The group of a pull is the Client's Group (a pull
 // names no group); the group of a pop is the pop's.
 //
+// Authenticator and Authorizer are not called by the engine but by the
+// front-ends, on every request they serve, before they act on it: the
+// engine sorts them into its Set (engine.Engine.Hooks) and front-ends
+// take them from there, so installing one in Options.Hooks guards every
+// protocol at once.
+//
+// Authenticate gets the credentials the request carries (Credentials:
+// the access key, the signature, what it signs, a security token and the
+// raw fields) and returns the Principal they prove, or an error matching
+// ErrUnauthenticated (Unauthenticated(reason)). The front-end only
+// extracts; the hook verifies (package rmqauth checks RocketMQ's
+// HMAC-SHA1 signatures). Authenticators are asked in order and the first
+// to accept wins; when all refuse, the first refusal is answered. A
+// request without credentials is passed on too, with an empty AccessKey:
+// an Authenticator may accept it as an anonymous principal. With no
+// Authenticator installed every client is the zero (anonymous)
+// Principal.
+//
+// Authorize gets the principal, an Action (Pub, Sub, or an
+// administration action: Create, Update, Delete, Get, List) and the
+// Resource it is on (a Topic, Group or Cluster, by name), once for each
+// resource the request touches: a pull asks Sub on its topic and Sub on
+// its group. Every Authorizer must allow; the first refusal (Deny(reason),
+// matching ErrDenied) refuses the request. Front-ends answer a refusal of
+// either kind with the protocol's status (remoting NO_PERMISSION, gRPC
+// UNAUTHORIZED or FORBIDDEN) and the reason.
+//
+// Both run on the goroutine serving the request, possibly the one that
+// reads the client's connection: they must be quick (a map look-up, an
+// HMAC) and cache anything slower themselves. Remoting requests are
+// authenticated one by one (each signs its own fields and body); gRPC
+// calls each carry a signature of their date-time header.
+//
 // # Caller information
 //
 // Front-ends put a *Client into the context of the calls they make for a
 // client (NewContext); the engine copies it into each batch so that a
 // plugin that cannot see the context still has it. Programs that embed
 // the engine may leave it out: the batch then carries a zero Client.
+// The Client carries the Principal the Authenticators established, so a
+// store or delivery hook knows who sent or consumes. Front-ends fill it
+// only when the engine has hooks; with none it costs nothing.
 //
 // # Concurrency and cost
 //
@@ -64,6 +100,7 @@
 // group and queue.
 //
 // With no hook of a kind installed, its hook point costs one length check
+// (front-ends check at start-up and route requests unwrapped)
 // and the engine's paths are unchanged: a pull stays zero-copy. With one
 // installed, a store hook costs a copy of each message header and a
 // decode of its properties; a delivery hook a decode of each message

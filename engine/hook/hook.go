@@ -83,6 +83,9 @@ type Client struct {
 	// Group is the producer or consumer group the client acts for; ""
 	// when none.
 	Group string
+	// Principal is who the client is, as the Authenticators established
+	// it; zero when none is installed.
+	Principal Principal
 }
 
 type clientKey struct{}

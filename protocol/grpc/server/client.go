@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net"
 
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/session"
 	"github.com/karmanmq/karman/protocol/grpc/transport"
@@ -66,6 +68,12 @@ func (s *Server) attach(ctx context.Context) context.Context {
 
 func (s *Server) unaryInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	fillNamespace(req, callNamespace(ctx))
+	if s.hooked {
+		var refused any
+		if ctx, refused = s.guardUnary(ctx, req); refused != nil {
+			return refused, nil
+		}
+	}
 	return h(s.attach(ctx), req)
 }
 
@@ -89,5 +97,16 @@ func (w sessionStream) RecvMsg(m any) error {
 
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 	ctx := ss.Context()
-	return h(srv, sessionStream{ss, s.attach(ctx), callNamespace(ctx)})
+	if !s.hooked {
+		return h(srv, sessionStream{ss, s.attach(ctx), callNamespace(ctx)})
+	}
+	// A refused authentication is answered once the first request says
+	// which response carries the status.
+	cl, authErr := s.callClient(ctx)
+	g := &guardedStream{ServerStream: ss, ctx: hook.NewContext(ctx, cl), s: s, cl: cl, authErr: authErr}
+	err := h(srv, sessionStream{g, s.attach(g.ctx), callNamespace(ctx)})
+	if errors.Is(err, errRefused) {
+		return nil
+	}
+	return err
 }

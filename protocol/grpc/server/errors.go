@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 )
@@ -53,6 +54,10 @@ var (
 //     authorization hook's denials; a hook that fails
 //     (engine.ErrHookFailed) is INTERNAL_SERVER_ERROR, which producers
 //     retry.
+//   - A call whose credentials an Authenticator refused
+//     (hook.ErrUnauthenticated) is UNAUTHORIZED, one an Authorizer denied
+//     (hook.ErrDenied) FORBIDDEN, as RocketMQ's proxy answers them, with
+//     the reason.
 //   - A recall of a message no longer waiting for delivery is NOT_FOUND;
 //     MESSAGE_NOT_FOUND would read as success to clients.
 var statusCodes = []struct {
@@ -107,6 +112,8 @@ var statusCodes = []struct {
 	{engine.ErrReservedName, rmqpb.Code_FORBIDDEN},
 	{engine.ErrNoPermission, rmqpb.Code_FORBIDDEN},
 	{engine.ErrRejected, rmqpb.Code_FORBIDDEN},
+	{hook.ErrUnauthenticated, rmqpb.Code_UNAUTHORIZED},
+	{hook.ErrDenied, rmqpb.Code_FORBIDDEN},
 	{engine.ErrHookFailed, rmqpb.Code_INTERNAL_SERVER_ERROR},
 	{engine.ErrInvalidQueue, rmqpb.Code_BAD_REQUEST},
 	{engine.ErrEmptyBody, rmqpb.Code_MESSAGE_BODY_EMPTY},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/registry"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"github.com/karmanmq/karman/protocol/grpc/session"
@@ -124,6 +125,8 @@ type Server struct {
 	rmqpb.UnimplementedMessagingServiceServer
 
 	eng      *engine.Engine
+	hooks    *hook.Set // eng.Hooks()
+	hooked   bool      // the engine has hooks: calls carry a hook.Client
 	opts     Options
 	endpoint *rmqpb.Endpoints
 	sessions *session.Table
@@ -144,8 +147,14 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	hooks := &hook.Set{}
+	if eng != nil {
+		hooks = eng.Hooks()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
+		hooks:    hooks,
+		hooked:   !hooks.Empty(),
 		eng:      eng,
 		opts:     opts,
 		endpoint: ep,

@@ -114,8 +114,9 @@ func (o *Options) ensureDefaults() {
 // engine. It keeps no state of its own beyond caches: topics, groups,
 // offsets, clients and locks live in the engine.
 type Broker struct {
-	eng  *engine.Engine
-	opts Options
+	eng    *engine.Engine
+	opts   Options
+	hooked bool // the engine has hooks: requests carry a hook.Client
 
 	busy    atomic.Bool  // the engine's dispatcher is too far behind
 	traffic traffic      // message counters sampled for GET_BROKER_RUNTIME_INFO
@@ -144,63 +145,66 @@ func New(eng *engine.Engine, opts Options) *Broker {
 		eng:           eng,
 		opts:          opts,
 		topicsChanged: make(chan struct{}, 1),
+		hooked:        !eng.Hooks().Empty(),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	return b
 }
 
-// Register routes every request the broker serves on mux.
+// Register routes every request the broker serves on mux. When the
+// engine has hooks (engine.Engine.Hooks), each request is authenticated
+// and authorized first and carries a hook.Client (see auth.go).
 func (b *Broker) Register(mux *server.Mux) {
 	// Producers.
-	mux.HandleInlineFunc(wire.SendMessage, server.KindSend, b.sendMessage)
-	mux.HandleInlineFunc(wire.SendMessageV2, server.KindSend, b.sendMessage)
-	mux.HandleInlineFunc(wire.SendBatchMessage, server.KindSend, b.sendMessage)
-	mux.HandleFunc(wire.SendReplyMessage, server.KindSend, b.sendReplyMessage)
-	mux.HandleFunc(wire.SendReplyMessageV2, server.KindSend, b.sendReplyMessage)
-	mux.HandleFunc(wire.EndTransaction, server.KindSend, b.endTransaction)
+	b.handle(mux, wire.SendMessage, server.KindSend, true, b.sendMessage)
+	b.handle(mux, wire.SendMessageV2, server.KindSend, true, b.sendMessage)
+	b.handle(mux, wire.SendBatchMessage, server.KindSend, true, b.sendMessage)
+	b.handle(mux, wire.SendReplyMessage, server.KindSend, false, b.sendReplyMessage)
+	b.handle(mux, wire.SendReplyMessageV2, server.KindSend, false, b.sendReplyMessage)
+	b.handle(mux, wire.EndTransaction, server.KindSend, false, b.endTransaction)
 
 	// Consumers.
-	mux.HandleInlineFunc(wire.PullMessage, server.KindPull, b.pullMessage)
-	mux.HandleInlineFunc(wire.LitePullMessage, server.KindPull, b.pullMessage)
-	mux.HandleFunc(wire.CheckClientConfig, server.KindConsume, b.checkClientConfig)
-	mux.HandleFunc(wire.HeartBeat, server.KindConsume, b.heartbeat)
-	mux.HandleFunc(wire.UnregisterClient, server.KindConsume, b.unregisterClient)
-	mux.HandleFunc(wire.GetConsumerListByGroup, server.KindConsume, b.getConsumerListByGroup)
-	mux.HandleFunc(wire.QueryConsumerOffset, server.KindConsume, b.queryConsumerOffset)
-	mux.HandleFunc(wire.UpdateConsumerOffset, server.KindConsume, b.updateConsumerOffset)
-	mux.HandleFunc(wire.GetMaxOffset, server.KindConsume, b.getMaxOffset)
-	mux.HandleFunc(wire.GetMinOffset, server.KindConsume, b.getMinOffset)
-	mux.HandleFunc(wire.GetEarliestMsgStoretime, server.KindConsume, b.getEarliestMsgStoretime)
-	mux.HandleFunc(wire.QueryTopicConsumeByWho, server.KindDefault, b.queryTopicConsumeByWho)
-	mux.HandleFunc(wire.GetBrokerRuntimeInfo, server.KindDefault, b.getBrokerRuntimeInfo)
-	mux.HandleFunc(wire.GetBrokerConfig, server.KindDefault, b.getBrokerConfig)
-	mux.HandleFunc(wire.QueryTopicsByConsumer, server.KindDefault, b.queryTopicsByConsumer)
-	mux.HandleFunc(wire.SearchOffsetByTimestamp, server.KindConsume, b.searchOffsetByTimestamp)
-	mux.HandleFunc(wire.LockBatchMQ, server.KindConsume, b.lockBatchMQ)
-	mux.HandleFunc(wire.UnlockBatchMQ, server.KindConsume, b.unlockBatchMQ)
-	mux.HandleFunc(wire.ConsumerSendMsgBack, server.KindConsume, b.consumerSendMsgBack)
+	b.handle(mux, wire.PullMessage, server.KindPull, true, b.pullMessage)
+	b.handle(mux, wire.LitePullMessage, server.KindPull, true, b.pullMessage)
+	b.handle(mux, wire.CheckClientConfig, server.KindConsume, false, b.checkClientConfig)
+	b.handle(mux, wire.HeartBeat, server.KindConsume, false, b.heartbeat)
+	b.handle(mux, wire.UnregisterClient, server.KindConsume, false, b.unregisterClient)
+	b.handle(mux, wire.GetConsumerListByGroup, server.KindConsume, false, b.getConsumerListByGroup)
+	b.handle(mux, wire.QueryConsumerOffset, server.KindConsume, false, b.queryConsumerOffset)
+	b.handle(mux, wire.UpdateConsumerOffset, server.KindConsume, false, b.updateConsumerOffset)
+	b.handle(mux, wire.GetMaxOffset, server.KindConsume, false, b.getMaxOffset)
+	b.handle(mux, wire.GetMinOffset, server.KindConsume, false, b.getMinOffset)
+	b.handle(mux, wire.GetEarliestMsgStoretime, server.KindConsume, false, b.getEarliestMsgStoretime)
+	b.handle(mux, wire.QueryTopicConsumeByWho, server.KindDefault, false, b.queryTopicConsumeByWho)
+	b.handle(mux, wire.GetBrokerRuntimeInfo, server.KindDefault, false, b.getBrokerRuntimeInfo)
+	b.handle(mux, wire.GetBrokerConfig, server.KindDefault, false, b.getBrokerConfig)
+	b.handle(mux, wire.QueryTopicsByConsumer, server.KindDefault, false, b.queryTopicsByConsumer)
+	b.handle(mux, wire.SearchOffsetByTimestamp, server.KindConsume, false, b.searchOffsetByTimestamp)
+	b.handle(mux, wire.LockBatchMQ, server.KindConsume, false, b.lockBatchMQ)
+	b.handle(mux, wire.UnlockBatchMQ, server.KindConsume, false, b.unlockBatchMQ)
+	b.handle(mux, wire.ConsumerSendMsgBack, server.KindConsume, false, b.consumerSendMsgBack)
 
 	// Look-ups.
-	mux.HandleFunc(wire.QueryMessage, server.KindDefault, b.queryMessage)
-	mux.HandleFunc(wire.ViewMessageByID, server.KindDefault, b.viewMessageByID)
+	b.handle(mux, wire.QueryMessage, server.KindDefault, false, b.queryMessage)
+	b.handle(mux, wire.ViewMessageByID, server.KindDefault, false, b.viewMessageByID)
 
 	// Administration.
-	mux.HandleFunc(wire.UpdateAndCreateTopic, server.KindDefault, b.updateAndCreateTopic)
-	mux.HandleFunc(wire.DeleteTopicInBroker, server.KindDefault, b.deleteTopicInBroker)
-	mux.HandleFunc(wire.GetAllTopicConfig, server.KindDefault, b.getAllTopicConfig)
-	mux.HandleFunc(wire.GetTopicConfig, server.KindDefault, b.getTopicConfig)
-	mux.HandleFunc(wire.UpdateAndCreateSubscriptionGroup, server.KindDefault, b.updateAndCreateSubscriptionGroup)
-	mux.HandleFunc(wire.GetAllSubscriptionGroupConfig, server.KindDefault, b.getAllSubscriptionGroupConfig)
-	mux.HandleFunc(wire.GetSubscriptionGroupConfig, server.KindDefault, b.getSubscriptionGroupConfig)
-	mux.HandleFunc(wire.DeleteSubscriptionGroup, server.KindDefault, b.deleteSubscriptionGroup)
-	mux.HandleFunc(wire.GetConsumerConnectionList, server.KindDefault, b.getConsumerConnectionList)
-	mux.HandleFunc(wire.GetProducerConnectionList, server.KindDefault, b.getProducerConnectionList)
-	mux.HandleFunc(wire.GetConsumeStats, server.KindDefault, b.getConsumeStats)
-	mux.HandleFunc(wire.GetTopicStatsInfo, server.KindDefault, b.getTopicStatsInfo)
-	mux.HandleFunc(wire.InvokeBrokerToResetOffset, server.KindDefault, b.invokeBrokerToResetOffset)
-	mux.HandleFunc(wire.GetConsumerRunningInfo, server.KindDefault, b.getConsumerRunningInfo)
-	mux.HandleFunc(wire.ConsumeMessageDirectly, server.KindDefault, b.consumeMessageDirectly)
-	mux.HandleFunc(wire.KarmanResendDeadLetter, server.KindDefault, b.resendDeadLetter)
+	b.handle(mux, wire.UpdateAndCreateTopic, server.KindDefault, false, b.updateAndCreateTopic)
+	b.handle(mux, wire.DeleteTopicInBroker, server.KindDefault, false, b.deleteTopicInBroker)
+	b.handle(mux, wire.GetAllTopicConfig, server.KindDefault, false, b.getAllTopicConfig)
+	b.handle(mux, wire.GetTopicConfig, server.KindDefault, false, b.getTopicConfig)
+	b.handle(mux, wire.UpdateAndCreateSubscriptionGroup, server.KindDefault, false, b.updateAndCreateSubscriptionGroup)
+	b.handle(mux, wire.GetAllSubscriptionGroupConfig, server.KindDefault, false, b.getAllSubscriptionGroupConfig)
+	b.handle(mux, wire.GetSubscriptionGroupConfig, server.KindDefault, false, b.getSubscriptionGroupConfig)
+	b.handle(mux, wire.DeleteSubscriptionGroup, server.KindDefault, false, b.deleteSubscriptionGroup)
+	b.handle(mux, wire.GetConsumerConnectionList, server.KindDefault, false, b.getConsumerConnectionList)
+	b.handle(mux, wire.GetProducerConnectionList, server.KindDefault, false, b.getProducerConnectionList)
+	b.handle(mux, wire.GetConsumeStats, server.KindDefault, false, b.getConsumeStats)
+	b.handle(mux, wire.GetTopicStatsInfo, server.KindDefault, false, b.getTopicStatsInfo)
+	b.handle(mux, wire.InvokeBrokerToResetOffset, server.KindDefault, false, b.invokeBrokerToResetOffset)
+	b.handle(mux, wire.GetConsumerRunningInfo, server.KindDefault, false, b.getConsumerRunningInfo)
+	b.handle(mux, wire.ConsumeMessageDirectly, server.KindDefault, false, b.consumeMessageDirectly)
+	b.handle(mux, wire.KarmanResendDeadLetter, server.KindDefault, false, b.resendDeadLetter)
 }
 
 // Start creates the topics the broker needs (the auto-create template

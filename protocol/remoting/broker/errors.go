@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -34,6 +35,11 @@ import (
 //     policy decision, not a malformed message (MESSAGE_ILLEGAL). A hook
 //     that fails (engine.ErrHookFailed) is a SYSTEM_ERROR, which clients
 //     retry.
+//   - A request whose credentials an Authenticator refused
+//     (hook.ErrUnauthenticated) or whose action an Authorizer denied
+//     (hook.ErrDenied) is NO_PERMISSION, with the reason as the remark,
+//     as RocketMQ's ACL answers both: producers and consumers do not
+//     retry it, and the remark says which it was.
 //   - A missing message is QUERY_NOT_FOUND; a missing stored offset too.
 //   - An expression type the broker has switched off (SQL92) is a
 //     SYSTEM_ERROR, as in Java; a subscription that does not parse is
@@ -68,6 +74,8 @@ var errorCodes = []struct {
 	{engine.ErrReservedName, wire.NoPermission},
 	{engine.ErrNoPermission, wire.NoPermission},
 	{engine.ErrRejected, wire.NoPermission},
+	{hook.ErrUnauthenticated, wire.NoPermission},
+	{hook.ErrDenied, wire.NoPermission},
 	{engine.ErrHookFailed, wire.SystemError},
 
 	{engine.ErrEmptyBody, wire.MessageIllegal},

@@ -37,6 +37,7 @@ func (b *Broker) heartbeat(ctx context.Context, c *server.Conn, req *wire.Comman
 		return errorResponse(req, fmt.Errorf("%w: heartbeat without clientID", errInvalidRequest))
 	}
 	c.Set(attrLanguage, req.Language.String())
+	c.Set(attrClientID, hb.ClientID)
 	c.Set(attrVersion, req.Version)
 
 	beat := registry.Heartbeat{

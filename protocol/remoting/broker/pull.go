@@ -40,6 +40,9 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	if err := decodeHeader(req, &h); err != nil {
 		return errorResponse(req, err)
 	}
+	if b.hooked {
+		clientGroup(ctx, h.ConsumerGroup) // the group of the engine's delivery hooks
+	}
 	batch := pullBatch(h.MaxMsgNums)
 	g, err := b.group(ctx, h.ConsumerGroup)
 	if err != nil {

@@ -42,6 +42,9 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	if err != nil {
 		return errorResponse(req, fmt.Errorf("broker: %s: %w", req.RequestCode(), err))
 	}
+	if b.hooked {
+		clientGroup(ctx, h.ProducerGroup)
+	}
 	if h.Batch || req.RequestCode() == wire.SendBatchMessage {
 		return b.sendBatch(ctx, c, req, &h)
 	}

@@ -103,6 +103,10 @@ func startBinary(t *testing.T, args ...string) *karmanProcess {
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
+		// Wait, so that the process has let go of its data directory (a
+		// tmpfs unmounted by an earlier cleanup, say); an error only says
+		// it was killed or already waited for.
+		cmd.Wait()
 		cancel()
 	})
 	started := p.readAnnouncements(stdout)

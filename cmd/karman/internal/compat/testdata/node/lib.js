@@ -40,7 +40,9 @@ const logger = {
 function clientOptions(endpoint, extra) {
   const sslEnabled = process.env.COMPAT_TLS === '1';
   const namespace = process.env.COMPAT_NAMESPACE ?? '';
-  return { endpoints: endpoint, namespace, logger, requestTimeout: 5000, sslEnabled, ...extra };
+  const accessKey = process.env.COMPAT_ACCESS_KEY;
+  const sessionCredentials = accessKey ? { accessKey, accessSecret: process.env.COMPAT_ACCESS_SECRET ?? '' } : undefined;
+  return { endpoints: endpoint, namespace, logger, requestTimeout: 5000, sslEnabled, sessionCredentials, ...extra };
 }
 
 // filter returns the client's filter expression for a tag expression, or

@@ -1,0 +1,91 @@
+package hook
+
+import (
+	"context"
+	"fmt"
+)
+
+// Set is a list of hooks sorted by the interfaces they implement, in the
+// order they were listed. The engine sorts Options.Hooks into one at
+// Open and gives it to front-ends (engine.Engine.Hooks), so that a hook
+// installed in the engine is called by every front-end.
+//
+// A Set is read-only once made and safe for concurrent use.
+type Set struct {
+	Store          []BeforeStore
+	Deliver        []BeforeDeliver
+	Authenticators []Authenticator
+	Authorizers    []Authorizer
+}
+
+// Sort sorts list into a Set. A value may implement several interfaces;
+// a value that implements none is refused.
+func Sort(list []any) (Set, error) {
+	var s Set
+	for i, v := range list {
+		known := false
+		if h, ok := v.(BeforeStore); ok {
+			s.Store = append(s.Store, h)
+			known = true
+		}
+		if h, ok := v.(BeforeDeliver); ok {
+			s.Deliver = append(s.Deliver, h)
+			known = true
+		}
+		if h, ok := v.(Authenticator); ok {
+			s.Authenticators = append(s.Authenticators, h)
+			known = true
+		}
+		if h, ok := v.(Authorizer); ok {
+			s.Authorizers = append(s.Authorizers, h)
+			known = true
+		}
+		if !known {
+			return Set{}, fmt.Errorf("hook %d (%T) implements none of hook.BeforeStore, hook.BeforeDeliver, hook.Authenticator and hook.Authorizer", i, v)
+		}
+	}
+	return s, nil
+}
+
+// Empty reports whether the set holds no hook at all: front-ends then
+// skip even putting the Client into the context.
+func (s *Set) Empty() bool {
+	return len(s.Store) == 0 && len(s.Deliver) == 0 && len(s.Authenticators) == 0 && len(s.Authorizers) == 0
+}
+
+// Guarded reports whether requests are to be authenticated or authorized:
+// whether the set holds an Authenticator or an Authorizer.
+func (s *Set) Guarded() bool { return len(s.Authenticators) != 0 || len(s.Authorizers) != 0 }
+
+// Authenticate asks the Authenticators in order and returns the principal
+// of the first that accepts c. When all refuse, it returns the first
+// one's error; with none installed, the anonymous (zero) Principal.
+func (s *Set) Authenticate(ctx context.Context, c *Credentials) (Principal, error) {
+	var first error
+	for _, a := range s.Authenticators {
+		p, err := a.Authenticate(ctx, c)
+		if err == nil {
+			return p, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return Principal{}, first
+}
+
+// Authorize asks every Authorizer in order whether p may do a on r; the
+// first refusal is returned, naming the action, the resource and the
+// principal. With none installed everything is allowed.
+func (s *Set) Authorize(ctx context.Context, p Principal, a Action, r Resource) error {
+	for _, z := range s.Authorizers {
+		if err := z.Authorize(ctx, p, a, r); err != nil {
+			who := p.Name
+			if who == "" {
+				who = "anonymous"
+			}
+			return fmt.Errorf("%s on %s by %s: %w", a, r, who, err)
+		}
+	}
+	return nil
+}
