@@ -1,7 +1,8 @@
 // Package plugins runs Karman plugins: programs outside the broker's
 // process, started and spoken to with hashicorp/go-plugin over gRPC
-// (mutual TLS set up per process), that intercept batches before they
-// are stored or delivered and connect the broker to other systems.
+// (mutual TLS set up per process), that authenticate and authorize
+// requests, intercept batches before they are stored or delivered and
+// connect the broker to other systems.
 //
 // # Loading
 //
@@ -25,7 +26,10 @@
 //
 // # Failure policy
 //
-// A plugin that crashes or hangs does not take the broker down. Every
+// Authenticators and authorizers always fail closed: a failed call
+// refuses the request (hook.ErrUnauthenticated, hook.ErrDenied, and
+// ErrCallFailed). A plugin that crashes or hangs does not take the
+// broker down. Every
 // call has a deadline (Options.CallTimeout, or the spec's timeout). A
 // call that fails (error, deadline, dead process) is logged and counted
 // and its batch gets the interceptor policy: PolicyReject fails the send

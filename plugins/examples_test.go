@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 )
 
@@ -231,7 +232,7 @@ func TestFileSource(t *testing.T) {
 }
 
 func TestHeaderAuth(t *testing.T) {
-	p := load(t, "auth="+program("headerauth")+",header=token,allow=s3cret+other", Options{})
+	p := load(t, "auth="+program("headerauth")+",header=token,allow=s3cret+other", Options{RestartMin: 10 * time.Millisecond})
 	e := openEngine(t, t.TempDir(), p.Hooks())
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -254,4 +255,59 @@ func TestHeaderAuth(t *testing.T) {
 	if n := len(pullAll(t, e)); n != 2 {
 		t.Fatalf("stored %d messages; want 2", n)
 	}
+}
+
+func TestHeaderAuthAuthenticateAuthorize(t *testing.T) {
+	p := load(t, "auth="+program("headerauth")+",allow=s3cret,topics=T", Options{RestartMin: 10 * time.Millisecond})
+	set, err := hook.Sort(p.Hooks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Authenticators) != 1 || len(set.Authorizers) != 1 || len(set.Store) != 1 {
+		t.Fatalf("hooks %+v; want an authenticator, an authorizer and a store hook", set)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		fields map[string]string
+		want   error
+	}{
+		{map[string]string{"token": "s3cret"}, nil},
+		{map[string]string{"token": "guess"}, hook.ErrUnauthenticated},
+		{nil, hook.ErrUnauthenticated},
+	} {
+		pr, err := set.Authenticate(ctx, &hook.Credentials{Protocol: "remoting", Fields: tc.fields})
+		if !errors.Is(err, tc.want) || tc.want == nil && pr.Name != "s3cret" {
+			t.Errorf("Authenticate(%v) = %v, %v; want %v", tc.fields, pr, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		who  string
+		a    hook.Action
+		r    hook.Resource
+		want error
+	}{
+		{"s3cret", hook.ActionPub, hook.Topic("T"), nil},
+		{"mallory", hook.ActionPub, hook.Topic("T"), hook.ErrDenied},
+		{"mallory", hook.ActionPub, hook.Topic("U"), nil},
+		{"mallory", hook.ActionSub, hook.Topic("T"), nil},
+	} {
+		if err := set.Authorize(ctx, hook.Principal{Name: tc.who}, tc.a, tc.r); !errors.Is(err, tc.want) {
+			t.Errorf("Authorize(%s, %s, %s) = %v; want %v", tc.who, tc.a, tc.r, err, tc.want)
+		}
+	}
+	// A dead plugin fails closed.
+	if err := killPID(p.pid()); err != nil {
+		t.Fatal(err)
+	}
+	err = set.Authorize(ctx, hook.Principal{Name: "s3cret"}, hook.ActionPub, hook.Topic("T"))
+	if !errors.Is(err, hook.ErrDenied) || !errors.Is(err, ErrCallFailed) {
+		t.Fatalf("Authorize with the plugin killed: %v; want ErrDenied and ErrCallFailed", err)
+	}
+	_, err = set.Authenticate(ctx, &hook.Credentials{Fields: map[string]string{"token": "s3cret"}})
+	if !errors.Is(err, hook.ErrUnauthenticated) || !errors.Is(err, ErrCallFailed) {
+		t.Fatalf("Authenticate with the plugin killed: %v; want ErrUnauthenticated and ErrCallFailed", err)
+	}
+	eventually(t, 10*time.Second, "the auth plugin is not back", func() bool {
+		return set.Authorize(ctx, hook.Principal{Name: "s3cret"}, hook.ActionPub, hook.Topic("T")) == nil
+	})
 }

@@ -14,7 +14,63 @@ import (
 var (
 	_ hook.BeforeStore   = (*storeHook)(nil)
 	_ hook.BeforeDeliver = (*deliverHook)(nil)
+	_ hook.Authenticator = (*authenticator)(nil)
+	_ hook.Authorizer    = (*authorizer)(nil)
 )
+
+// authenticator stands in for a plugin's hook.Authenticator.
+type authenticator struct{ p *Plugin }
+
+// authorizer stands in for a plugin's hook.Authorizer.
+type authorizer struct{ p *Plugin }
+
+// Authenticate asks the plugin; a failed call refuses (fail closed).
+func (h *authenticator) Authenticate(ctx context.Context, c *hook.Credentials) (hook.Principal, error) {
+	p := h.p
+	req := &pluginpb.AuthenticateRequest{
+		Protocol: c.Protocol, AccessKey: c.AccessKey, Algorithm: c.Algorithm, Signature: c.Signature,
+		Content: c.Content, SecurityToken: c.SecurityToken, Fields: c.Fields,
+	}
+	if c.Addr.IsValid() {
+		req.Addr = c.Addr.String()
+	}
+	var resp *pluginpb.AuthenticateResponse
+	err := p.call(ctx, p.opts.CallTimeout, func(ctx context.Context, rpc pluginpb.PluginClient) (err error) {
+		resp, err = rpc.Authenticate(ctx, req)
+		return err
+	})
+	if err != nil {
+		return hook.Principal{}, fmt.Errorf("%w: %w", hook.Unauthenticated("authentication plugin "+p.spec.Name+" failed"), err)
+	}
+	if r := resp.GetRefuse(); r != "" {
+		p.rejects.Add(1)
+		return hook.Principal{}, hook.Unauthenticated(r)
+	}
+	pr := resp.GetPrincipal()
+	return hook.Principal{Name: pr.GetName(), Attributes: pr.GetAttributes()}, nil
+}
+
+// Authorize asks the plugin; a failed call denies (fail closed).
+func (h *authorizer) Authorize(ctx context.Context, pr hook.Principal, a hook.Action, r hook.Resource) error {
+	p := h.p
+	req := &pluginpb.AuthorizeRequest{
+		Principal: &pluginpb.Principal{Name: pr.Name, Attributes: pr.Attributes},
+		Action:    uint32(a), ResourceType: uint32(r.Type), ResourceName: r.Name,
+	}
+	var resp *pluginpb.AuthorizeResponse
+	err := p.call(ctx, p.opts.CallTimeout, func(ctx context.Context, rpc pluginpb.PluginClient) (err error) {
+		resp, err = rpc.Authorize(ctx, req)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", hook.Deny("authorization plugin "+p.spec.Name+" failed"), err)
+	}
+	if d := resp.GetDeny(); d != "" {
+		p.rejects.Add(1)
+		return hook.Deny(d)
+	}
+	return nil
+}
 
 // storeHook stands in for a plugin's BeforeStore.
 type storeHook struct{ p *Plugin }

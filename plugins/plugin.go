@@ -151,6 +151,12 @@ func Load(ctx context.Context, spec Spec, opts Options) (*Plugin, error) {
 	if p.kinds[pluginpb.Kind_KIND_BEFORE_DELIVER] {
 		p.hooks = append(p.hooks, &deliverHook{p: p})
 	}
+	if p.kinds[pluginpb.Kind_KIND_AUTHENTICATOR] {
+		p.hooks = append(p.hooks, &authenticator{p: p})
+	}
+	if p.kinds[pluginpb.Kind_KIND_AUTHORIZER] {
+		p.hooks = append(p.hooks, &authorizer{p: p})
+	}
 	if p.kinds[pluginpb.Kind_KIND_SINK] {
 		p.connectors = append(p.connectors, &Connector{p: p, kind: KindSink})
 	}
@@ -165,8 +171,8 @@ func Load(ctx context.Context, spec Spec, opts Options) (*Plugin, error) {
 func (p *Plugin) Name() string { return p.spec.Name }
 
 // Hooks returns the plugin's hooks, for engine.Options.Hooks: values
-// implementing hook.BeforeStore or hook.BeforeDeliver, as the plugin
-// serves them.
+// implementing hook.BeforeStore, hook.BeforeDeliver, hook.Authenticator
+// or hook.Authorizer, one value per interface the plugin serves.
 func (p *Plugin) Hooks() []any { return p.hooks }
 
 // Connectors returns the plugin's connectors (a sink, a source or both),

@@ -20,6 +20,11 @@
 //     again after a crash: at least once.
 //   - Source: the broker asks for batches (Read), sends them to the
 //     engine and acknowledges them (Ack).
+//   - hook.Authenticator and hook.Authorizer, the engine's own
+//     interfaces: the broker asks the plugin who a request's credentials
+//     prove (refuse with hook.Unauthenticated) and whether a principal may
+//     act on a resource (refuse with hook.Deny). They are called once per
+//     request, and fail closed: a call that fails refuses the request.
 //
 // A value implementing Configurer gets its name and configuration (the
 // key=value pairs of the broker's plugin spec) before any other call,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/plugins/internal/pluginpb"
 )
 
@@ -46,8 +48,8 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc
 
 // Serve serves impl as a Karman plugin: the plugin's main calls it and
 // it returns when the broker is done with the plugin. impl implements
-// one or more of StoreInterceptor, DeliverInterceptor, Sink and Source,
-// and optionally Configurer.
+// one or more of StoreInterceptor, DeliverInterceptor, Sink, Source,
+// hook.Authenticator and hook.Authorizer, and optionally Configurer.
 func Serve(impl any) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
@@ -84,6 +86,12 @@ func (s *server) Configure(ctx context.Context, req *pluginpb.ConfigureRequest) 
 	}
 	if _, ok := s.impl.(Source); ok {
 		resp.Kinds = append(resp.Kinds, pluginpb.Kind_KIND_SOURCE)
+	}
+	if _, ok := s.impl.(hook.Authenticator); ok {
+		resp.Kinds = append(resp.Kinds, pluginpb.Kind_KIND_AUTHENTICATOR)
+	}
+	if _, ok := s.impl.(hook.Authorizer); ok {
+		resp.Kinds = append(resp.Kinds, pluginpb.Kind_KIND_AUTHORIZER)
 	}
 	if len(resp.Kinds) == 0 {
 		return nil, status.Errorf(codes.FailedPrecondition, "plugin %T implements no plugin kind", s.impl)
@@ -182,6 +190,56 @@ func (s *server) Ack(ctx context.Context, _ *pluginpb.AckRequest) (*pluginpb.Ack
 		return nil, status.Errorf(codes.Unavailable, "ack: %v", err)
 	}
 	return &pluginpb.AckResponse{}, nil
+}
+
+func (s *server) Authenticate(ctx context.Context, req *pluginpb.AuthenticateRequest) (*pluginpb.AuthenticateResponse, error) {
+	h, ok := s.impl.(hook.Authenticator)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "not an authenticator")
+	}
+	c := &hook.Credentials{
+		Protocol: req.GetProtocol(), AccessKey: req.GetAccessKey(), Algorithm: req.GetAlgorithm(),
+		Signature: req.GetSignature(), Content: req.GetContent(), SecurityToken: req.GetSecurityToken(),
+		Fields: req.GetFields(),
+	}
+	if a, err := netip.ParseAddrPort(req.GetAddr()); err == nil {
+		c.Addr = a
+	}
+	p, err := h.Authenticate(ctx, c)
+	if err != nil {
+		var ae *hook.AuthError
+		if errors.As(err, &ae) || errors.Is(err, hook.ErrUnauthenticated) {
+			return &pluginpb.AuthenticateResponse{Refuse: authReason(err)}, nil
+		}
+		return nil, status.Error(codes.Unknown, err.Error())
+	}
+	return &pluginpb.AuthenticateResponse{Principal: &pluginpb.Principal{Name: p.Name, Attributes: p.Attributes}}, nil
+}
+
+func (s *server) Authorize(ctx context.Context, req *pluginpb.AuthorizeRequest) (*pluginpb.AuthorizeResponse, error) {
+	h, ok := s.impl.(hook.Authorizer)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "not an authorizer")
+	}
+	p := hook.Principal{Name: req.GetPrincipal().GetName(), Attributes: req.GetPrincipal().GetAttributes()}
+	r := hook.Resource{Type: hook.ResourceType(req.GetResourceType()), Name: req.GetResourceName()}
+	if err := h.Authorize(ctx, p, hook.Action(req.GetAction()), r); err != nil {
+		var ae *hook.AuthError
+		if errors.As(err, &ae) || errors.Is(err, hook.ErrDenied) {
+			return &pluginpb.AuthorizeResponse{Deny: authReason(err)}, nil
+		}
+		return nil, status.Error(codes.Unknown, err.Error())
+	}
+	return &pluginpb.AuthorizeResponse{}, nil
+}
+
+// authReason returns the reason of a refusal.
+func authReason(err error) string {
+	var ae *hook.AuthError
+	if errors.As(err, &ae) && ae.Reason != "" {
+		return ae.Reason
+	}
+	return err.Error()
 }
 
 // rejectOr turns a Reject into a response that says so and any other

@@ -1,15 +1,24 @@
-// Command headerauth is a Karman plugin that lets a send through only
-// when each of its messages carries a configured property (header) with
-// an allowed value: a store interceptor that rejects the batch
-// otherwise, with a reason the producer sees.
+// Command headerauth is a Karman plugin that admits clients by a token
+// they send in a header (a field of the request) and, optionally, only
+// messages that carry an allowed value in a property:
+//
+//   - as a hook.Authenticator, the principal of a request is the value
+//     of its field (remoting extField or gRPC header) named by field,
+//     when that value is allowed; other requests are refused;
+//   - as a hook.Authorizer, only allowed principals may send (Pub) to
+//     the topics (every topic by default); other actions are allowed;
+//   - as a store interceptor, when header is set, a send batch whose
+//     messages do not all carry the property header with an allowed
+//     value is rejected.
 //
 // Configuration:
 //
-//	header   the property to check (required)
-//	allow    allowed values, separated by '+' (required)
-//	topics   topics checked, separated by '+' (default: every topic)
+//	allow    allowed tokens, separated by '+' (required)
+//	field    the request field that holds the token (default token)
+//	topics   topics guarded, separated by '+' (default: every topic)
+//	header   the message property to check (default: none)
 //
-//	karman serve --plugin auth=/path/to/headerauth,header=token,allow=s3cret
+//	karman serve --plugin auth=/path/to/headerauth,allow=s3cret,header=token
 package main
 
 import (
@@ -19,32 +28,61 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/plugins/shared"
 )
 
 type headerAuth struct {
-	header string
 	allow  []string
+	field  string
 	topics []string
+	header string
 }
 
 func (h *headerAuth) Configure(_ context.Context, _ string, cfg map[string]string) (shared.Settings, error) {
-	h.header = cfg["header"]
-	if h.header == "" {
-		return shared.Settings{}, errors.New("headerauth: header is required")
-	}
 	if cfg["allow"] == "" {
 		return shared.Settings{}, errors.New("headerauth: allow is required")
 	}
 	h.allow = strings.Split(cfg["allow"], "+")
+	h.field = cfg["field"]
+	if h.field == "" {
+		h.field = "token"
+	}
+	h.topics = nil
 	if t := cfg["topics"]; t != "" {
 		h.topics = strings.Split(t, "+")
 	}
+	h.header = cfg["header"]
 	return shared.Settings{}, nil
 }
 
+func (h *headerAuth) guarded(topic string) bool {
+	return len(h.topics) == 0 || slices.Contains(h.topics, topic)
+}
+
+func (h *headerAuth) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) {
+	v, ok := c.Fields[h.field]
+	if !ok {
+		return hook.Principal{}, hook.Unauthenticated("no " + h.field)
+	}
+	if !slices.Contains(h.allow, v) {
+		return hook.Principal{}, hook.Unauthenticated(h.field + " not allowed")
+	}
+	return hook.Principal{Name: v}, nil
+}
+
+func (h *headerAuth) Authorize(_ context.Context, p hook.Principal, a hook.Action, r hook.Resource) error {
+	if a != hook.ActionPub || r.Type != hook.ResourceTopic || !h.guarded(r.Name) {
+		return nil
+	}
+	if !slices.Contains(h.allow, p.Name) {
+		return hook.Deny("may not send to " + r.Name)
+	}
+	return nil
+}
+
 func (h *headerAuth) BeforeStore(_ context.Context, b *shared.StoreBatch) error {
-	if len(h.topics) > 0 && !slices.Contains(h.topics, b.Topic) {
+	if h.header == "" || !h.guarded(b.Topic) {
 		return nil
 	}
 	for i, m := range b.Messages {

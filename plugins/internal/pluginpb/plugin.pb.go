@@ -36,6 +36,7 @@ const (
 	Kind_KIND_SINK           Kind = 3
 	Kind_KIND_SOURCE         Kind = 4
 	Kind_KIND_AUTHORIZER     Kind = 5
+	Kind_KIND_AUTHENTICATOR  Kind = 6
 )
 
 // Enum value maps for Kind.
@@ -47,6 +48,7 @@ var (
 		3: "KIND_SINK",
 		4: "KIND_SOURCE",
 		5: "KIND_AUTHORIZER",
+		6: "KIND_AUTHENTICATOR",
 	}
 	Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED":    0,
@@ -55,6 +57,7 @@ var (
 		"KIND_SINK":           3,
 		"KIND_SOURCE":         4,
 		"KIND_AUTHORIZER":     5,
+		"KIND_AUTHENTICATOR":  6,
 	}
 )
 
@@ -928,6 +931,325 @@ func (*AckResponse) Descriptor() ([]byte, []int) {
 	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
+type Principal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Attributes    map[string]string      `protobuf:"bytes,2,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Principal) Reset() {
+	*x = Principal{}
+	mi := &file_plugin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Principal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Principal) ProtoMessage() {}
+
+func (x *Principal) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Principal.ProtoReflect.Descriptor instead.
+func (*Principal) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Principal) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Principal) GetAttributes() map[string]string {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
+}
+
+type AuthenticateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Protocol      string                 `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	AccessKey     string                 `protobuf:"bytes,3,opt,name=access_key,json=accessKey,proto3" json:"access_key,omitempty"`
+	Algorithm     string                 `protobuf:"bytes,4,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	Signature     string                 `protobuf:"bytes,5,opt,name=signature,proto3" json:"signature,omitempty"`
+	Content       []byte                 `protobuf:"bytes,6,opt,name=content,proto3" json:"content,omitempty"`
+	SecurityToken string                 `protobuf:"bytes,7,opt,name=security_token,json=securityToken,proto3" json:"security_token,omitempty"`
+	Fields        map[string]string      `protobuf:"bytes,8,rep,name=fields,proto3" json:"fields,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateRequest) Reset() {
+	*x = AuthenticateRequest{}
+	mi := &file_plugin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateRequest) ProtoMessage() {}
+
+func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateRequest.ProtoReflect.Descriptor instead.
+func (*AuthenticateRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *AuthenticateRequest) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *AuthenticateRequest) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *AuthenticateRequest) GetAccessKey() string {
+	if x != nil {
+		return x.AccessKey
+	}
+	return ""
+}
+
+func (x *AuthenticateRequest) GetAlgorithm() string {
+	if x != nil {
+		return x.Algorithm
+	}
+	return ""
+}
+
+func (x *AuthenticateRequest) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
+func (x *AuthenticateRequest) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *AuthenticateRequest) GetSecurityToken() string {
+	if x != nil {
+		return x.SecurityToken
+	}
+	return ""
+}
+
+func (x *AuthenticateRequest) GetFields() map[string]string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+type AuthenticateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// refuse, when not empty, refuses the credentials with this reason.
+	Refuse        string     `protobuf:"bytes,1,opt,name=refuse,proto3" json:"refuse,omitempty"`
+	Principal     *Principal `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateResponse) Reset() {
+	*x = AuthenticateResponse{}
+	mi := &file_plugin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateResponse) ProtoMessage() {}
+
+func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateResponse.ProtoReflect.Descriptor instead.
+func (*AuthenticateResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *AuthenticateResponse) GetRefuse() string {
+	if x != nil {
+		return x.Refuse
+	}
+	return ""
+}
+
+func (x *AuthenticateResponse) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
+type AuthorizeRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Principal *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// action and resource_type are engine/hook's Action and ResourceType.
+	Action        uint32 `protobuf:"varint,2,opt,name=action,proto3" json:"action,omitempty"`
+	ResourceType  uint32 `protobuf:"varint,3,opt,name=resource_type,json=resourceType,proto3" json:"resource_type,omitempty"`
+	ResourceName  string `protobuf:"bytes,4,opt,name=resource_name,json=resourceName,proto3" json:"resource_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthorizeRequest) Reset() {
+	*x = AuthorizeRequest{}
+	mi := &file_plugin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthorizeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthorizeRequest) ProtoMessage() {}
+
+func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthorizeRequest.ProtoReflect.Descriptor instead.
+func (*AuthorizeRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *AuthorizeRequest) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
+func (x *AuthorizeRequest) GetAction() uint32 {
+	if x != nil {
+		return x.Action
+	}
+	return 0
+}
+
+func (x *AuthorizeRequest) GetResourceType() uint32 {
+	if x != nil {
+		return x.ResourceType
+	}
+	return 0
+}
+
+func (x *AuthorizeRequest) GetResourceName() string {
+	if x != nil {
+		return x.ResourceName
+	}
+	return ""
+}
+
+type AuthorizeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// deny, when not empty, denies the action with this reason.
+	Deny          string `protobuf:"bytes,1,opt,name=deny,proto3" json:"deny,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthorizeResponse) Reset() {
+	*x = AuthorizeResponse{}
+	mi := &file_plugin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthorizeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthorizeResponse) ProtoMessage() {}
+
+func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthorizeResponse.ProtoReflect.Descriptor instead.
+func (*AuthorizeResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *AuthorizeResponse) GetDeny() string {
+	if x != nil {
+		return x.Deny
+	}
+	return ""
+}
+
 var File_plugin_proto protoreflect.FileDescriptor
 
 const file_plugin_proto_rawDesc = "" +
@@ -999,21 +1321,55 @@ const file_plugin_proto_rawDesc = "" +
 	"\bmessages\x18\x01 \x03(\v2\x19.karman.plugin.v1.MessageR\bmessages\"\f\n" +
 	"\n" +
 	"AckRequest\"\r\n" +
-	"\vAckResponse*\x81\x01\n" +
+	"\vAckResponse\"\xab\x01\n" +
+	"\tPrincipal\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12K\n" +
+	"\n" +
+	"attributes\x18\x02 \x03(\v2+.karman.plugin.v1.Principal.AttributesEntryR\n" +
+	"attributes\x1a=\n" +
+	"\x0fAttributesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe7\x02\n" +
+	"\x13AuthenticateRequest\x12\x1a\n" +
+	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1d\n" +
+	"\n" +
+	"access_key\x18\x03 \x01(\tR\taccessKey\x12\x1c\n" +
+	"\talgorithm\x18\x04 \x01(\tR\talgorithm\x12\x1c\n" +
+	"\tsignature\x18\x05 \x01(\tR\tsignature\x12\x18\n" +
+	"\acontent\x18\x06 \x01(\fR\acontent\x12%\n" +
+	"\x0esecurity_token\x18\a \x01(\tR\rsecurityToken\x12I\n" +
+	"\x06fields\x18\b \x03(\v21.karman.plugin.v1.AuthenticateRequest.FieldsEntryR\x06fields\x1a9\n" +
+	"\vFieldsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"i\n" +
+	"\x14AuthenticateResponse\x12\x16\n" +
+	"\x06refuse\x18\x01 \x01(\tR\x06refuse\x129\n" +
+	"\tprincipal\x18\x02 \x01(\v2\x1b.karman.plugin.v1.PrincipalR\tprincipal\"\xaf\x01\n" +
+	"\x10AuthorizeRequest\x129\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1b.karman.plugin.v1.PrincipalR\tprincipal\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\rR\x06action\x12#\n" +
+	"\rresource_type\x18\x03 \x01(\rR\fresourceType\x12#\n" +
+	"\rresource_name\x18\x04 \x01(\tR\fresourceName\"'\n" +
+	"\x11AuthorizeResponse\x12\x12\n" +
+	"\x04deny\x18\x01 \x01(\tR\x04deny*\x99\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11KIND_BEFORE_STORE\x10\x01\x12\x17\n" +
 	"\x13KIND_BEFORE_DELIVER\x10\x02\x12\r\n" +
 	"\tKIND_SINK\x10\x03\x12\x0f\n" +
 	"\vKIND_SOURCE\x10\x04\x12\x13\n" +
-	"\x0fKIND_AUTHORIZER\x10\x052\xd9\x03\n" +
+	"\x0fKIND_AUTHORIZER\x10\x05\x12\x16\n" +
+	"\x12KIND_AUTHENTICATOR\x10\x062\x8e\x05\n" +
 	"\x06Plugin\x12T\n" +
 	"\tConfigure\x12\".karman.plugin.v1.ConfigureRequest\x1a#.karman.plugin.v1.ConfigureResponse\x12N\n" +
 	"\vBeforeStore\x12\x1e.karman.plugin.v1.StoreRequest\x1a\x1f.karman.plugin.v1.StoreResponse\x12T\n" +
 	"\rBeforeDeliver\x12 .karman.plugin.v1.DeliverRequest\x1a!.karman.plugin.v1.DeliverResponse\x12H\n" +
 	"\x05Write\x12\x1e.karman.plugin.v1.WriteRequest\x1a\x1f.karman.plugin.v1.WriteResponse\x12E\n" +
 	"\x04Read\x12\x1d.karman.plugin.v1.ReadRequest\x1a\x1e.karman.plugin.v1.ReadResponse\x12B\n" +
-	"\x03Ack\x12\x1c.karman.plugin.v1.AckRequest\x1a\x1d.karman.plugin.v1.AckResponseB6Z4github.com/karmanmq/karman/plugins/internal/pluginpbb\x06proto3"
+	"\x03Ack\x12\x1c.karman.plugin.v1.AckRequest\x1a\x1d.karman.plugin.v1.AckResponse\x12]\n" +
+	"\fAuthenticate\x12%.karman.plugin.v1.AuthenticateRequest\x1a&.karman.plugin.v1.AuthenticateResponse\x12T\n" +
+	"\tAuthorize\x12\".karman.plugin.v1.AuthorizeRequest\x1a#.karman.plugin.v1.AuthorizeResponseB6Z4github.com/karmanmq/karman/plugins/internal/pluginpbb\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -1028,57 +1384,72 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_plugin_proto_goTypes = []any{
-	(Kind)(0),                 // 0: karman.plugin.v1.Kind
-	(*ConfigureRequest)(nil),  // 1: karman.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil), // 2: karman.plugin.v1.ConfigureResponse
-	(*Client)(nil),            // 3: karman.plugin.v1.Client
-	(*Message)(nil),           // 4: karman.plugin.v1.Message
-	(*StoreRequest)(nil),      // 5: karman.plugin.v1.StoreRequest
-	(*PropertyChange)(nil),    // 6: karman.plugin.v1.PropertyChange
-	(*StoreResponse)(nil),     // 7: karman.plugin.v1.StoreResponse
-	(*DeliverRequest)(nil),    // 8: karman.plugin.v1.DeliverRequest
-	(*DeliverResponse)(nil),   // 9: karman.plugin.v1.DeliverResponse
-	(*WriteRequest)(nil),      // 10: karman.plugin.v1.WriteRequest
-	(*WriteResponse)(nil),     // 11: karman.plugin.v1.WriteResponse
-	(*ReadRequest)(nil),       // 12: karman.plugin.v1.ReadRequest
-	(*ReadResponse)(nil),      // 13: karman.plugin.v1.ReadResponse
-	(*AckRequest)(nil),        // 14: karman.plugin.v1.AckRequest
-	(*AckResponse)(nil),       // 15: karman.plugin.v1.AckResponse
-	nil,                       // 16: karman.plugin.v1.ConfigureRequest.ConfigEntry
-	nil,                       // 17: karman.plugin.v1.Message.PropertiesEntry
-	nil,                       // 18: karman.plugin.v1.PropertyChange.PropertiesEntry
+	(Kind)(0),                    // 0: karman.plugin.v1.Kind
+	(*ConfigureRequest)(nil),     // 1: karman.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),    // 2: karman.plugin.v1.ConfigureResponse
+	(*Client)(nil),               // 3: karman.plugin.v1.Client
+	(*Message)(nil),              // 4: karman.plugin.v1.Message
+	(*StoreRequest)(nil),         // 5: karman.plugin.v1.StoreRequest
+	(*PropertyChange)(nil),       // 6: karman.plugin.v1.PropertyChange
+	(*StoreResponse)(nil),        // 7: karman.plugin.v1.StoreResponse
+	(*DeliverRequest)(nil),       // 8: karman.plugin.v1.DeliverRequest
+	(*DeliverResponse)(nil),      // 9: karman.plugin.v1.DeliverResponse
+	(*WriteRequest)(nil),         // 10: karman.plugin.v1.WriteRequest
+	(*WriteResponse)(nil),        // 11: karman.plugin.v1.WriteResponse
+	(*ReadRequest)(nil),          // 12: karman.plugin.v1.ReadRequest
+	(*ReadResponse)(nil),         // 13: karman.plugin.v1.ReadResponse
+	(*AckRequest)(nil),           // 14: karman.plugin.v1.AckRequest
+	(*AckResponse)(nil),          // 15: karman.plugin.v1.AckResponse
+	(*Principal)(nil),            // 16: karman.plugin.v1.Principal
+	(*AuthenticateRequest)(nil),  // 17: karman.plugin.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil), // 18: karman.plugin.v1.AuthenticateResponse
+	(*AuthorizeRequest)(nil),     // 19: karman.plugin.v1.AuthorizeRequest
+	(*AuthorizeResponse)(nil),    // 20: karman.plugin.v1.AuthorizeResponse
+	nil,                          // 21: karman.plugin.v1.ConfigureRequest.ConfigEntry
+	nil,                          // 22: karman.plugin.v1.Message.PropertiesEntry
+	nil,                          // 23: karman.plugin.v1.PropertyChange.PropertiesEntry
+	nil,                          // 24: karman.plugin.v1.Principal.AttributesEntry
+	nil,                          // 25: karman.plugin.v1.AuthenticateRequest.FieldsEntry
 }
 var file_plugin_proto_depIdxs = []int32{
-	16, // 0: karman.plugin.v1.ConfigureRequest.config:type_name -> karman.plugin.v1.ConfigureRequest.ConfigEntry
+	21, // 0: karman.plugin.v1.ConfigureRequest.config:type_name -> karman.plugin.v1.ConfigureRequest.ConfigEntry
 	0,  // 1: karman.plugin.v1.ConfigureResponse.kinds:type_name -> karman.plugin.v1.Kind
-	17, // 2: karman.plugin.v1.Message.properties:type_name -> karman.plugin.v1.Message.PropertiesEntry
+	22, // 2: karman.plugin.v1.Message.properties:type_name -> karman.plugin.v1.Message.PropertiesEntry
 	3,  // 3: karman.plugin.v1.StoreRequest.client:type_name -> karman.plugin.v1.Client
 	4,  // 4: karman.plugin.v1.StoreRequest.messages:type_name -> karman.plugin.v1.Message
-	18, // 5: karman.plugin.v1.PropertyChange.properties:type_name -> karman.plugin.v1.PropertyChange.PropertiesEntry
+	23, // 5: karman.plugin.v1.PropertyChange.properties:type_name -> karman.plugin.v1.PropertyChange.PropertiesEntry
 	6,  // 6: karman.plugin.v1.StoreResponse.changes:type_name -> karman.plugin.v1.PropertyChange
 	3,  // 7: karman.plugin.v1.DeliverRequest.client:type_name -> karman.plugin.v1.Client
 	4,  // 8: karman.plugin.v1.DeliverRequest.messages:type_name -> karman.plugin.v1.Message
 	4,  // 9: karman.plugin.v1.WriteRequest.messages:type_name -> karman.plugin.v1.Message
 	4,  // 10: karman.plugin.v1.ReadResponse.messages:type_name -> karman.plugin.v1.Message
-	1,  // 11: karman.plugin.v1.Plugin.Configure:input_type -> karman.plugin.v1.ConfigureRequest
-	5,  // 12: karman.plugin.v1.Plugin.BeforeStore:input_type -> karman.plugin.v1.StoreRequest
-	8,  // 13: karman.plugin.v1.Plugin.BeforeDeliver:input_type -> karman.plugin.v1.DeliverRequest
-	10, // 14: karman.plugin.v1.Plugin.Write:input_type -> karman.plugin.v1.WriteRequest
-	12, // 15: karman.plugin.v1.Plugin.Read:input_type -> karman.plugin.v1.ReadRequest
-	14, // 16: karman.plugin.v1.Plugin.Ack:input_type -> karman.plugin.v1.AckRequest
-	2,  // 17: karman.plugin.v1.Plugin.Configure:output_type -> karman.plugin.v1.ConfigureResponse
-	7,  // 18: karman.plugin.v1.Plugin.BeforeStore:output_type -> karman.plugin.v1.StoreResponse
-	9,  // 19: karman.plugin.v1.Plugin.BeforeDeliver:output_type -> karman.plugin.v1.DeliverResponse
-	11, // 20: karman.plugin.v1.Plugin.Write:output_type -> karman.plugin.v1.WriteResponse
-	13, // 21: karman.plugin.v1.Plugin.Read:output_type -> karman.plugin.v1.ReadResponse
-	15, // 22: karman.plugin.v1.Plugin.Ack:output_type -> karman.plugin.v1.AckResponse
-	17, // [17:23] is the sub-list for method output_type
-	11, // [11:17] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	24, // 11: karman.plugin.v1.Principal.attributes:type_name -> karman.plugin.v1.Principal.AttributesEntry
+	25, // 12: karman.plugin.v1.AuthenticateRequest.fields:type_name -> karman.plugin.v1.AuthenticateRequest.FieldsEntry
+	16, // 13: karman.plugin.v1.AuthenticateResponse.principal:type_name -> karman.plugin.v1.Principal
+	16, // 14: karman.plugin.v1.AuthorizeRequest.principal:type_name -> karman.plugin.v1.Principal
+	1,  // 15: karman.plugin.v1.Plugin.Configure:input_type -> karman.plugin.v1.ConfigureRequest
+	5,  // 16: karman.plugin.v1.Plugin.BeforeStore:input_type -> karman.plugin.v1.StoreRequest
+	8,  // 17: karman.plugin.v1.Plugin.BeforeDeliver:input_type -> karman.plugin.v1.DeliverRequest
+	10, // 18: karman.plugin.v1.Plugin.Write:input_type -> karman.plugin.v1.WriteRequest
+	12, // 19: karman.plugin.v1.Plugin.Read:input_type -> karman.plugin.v1.ReadRequest
+	14, // 20: karman.plugin.v1.Plugin.Ack:input_type -> karman.plugin.v1.AckRequest
+	17, // 21: karman.plugin.v1.Plugin.Authenticate:input_type -> karman.plugin.v1.AuthenticateRequest
+	19, // 22: karman.plugin.v1.Plugin.Authorize:input_type -> karman.plugin.v1.AuthorizeRequest
+	2,  // 23: karman.plugin.v1.Plugin.Configure:output_type -> karman.plugin.v1.ConfigureResponse
+	7,  // 24: karman.plugin.v1.Plugin.BeforeStore:output_type -> karman.plugin.v1.StoreResponse
+	9,  // 25: karman.plugin.v1.Plugin.BeforeDeliver:output_type -> karman.plugin.v1.DeliverResponse
+	11, // 26: karman.plugin.v1.Plugin.Write:output_type -> karman.plugin.v1.WriteResponse
+	13, // 27: karman.plugin.v1.Plugin.Read:output_type -> karman.plugin.v1.ReadResponse
+	15, // 28: karman.plugin.v1.Plugin.Ack:output_type -> karman.plugin.v1.AckResponse
+	18, // 29: karman.plugin.v1.Plugin.Authenticate:output_type -> karman.plugin.v1.AuthenticateResponse
+	20, // 30: karman.plugin.v1.Plugin.Authorize:output_type -> karman.plugin.v1.AuthorizeResponse
+	23, // [23:31] is the sub-list for method output_type
+	15, // [15:23] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1092,7 +1463,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

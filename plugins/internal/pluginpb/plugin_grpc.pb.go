@@ -30,6 +30,8 @@ const (
 	Plugin_Write_FullMethodName         = "/karman.plugin.v1.Plugin/Write"
 	Plugin_Read_FullMethodName          = "/karman.plugin.v1.Plugin/Read"
 	Plugin_Ack_FullMethodName           = "/karman.plugin.v1.Plugin/Ack"
+	Plugin_Authenticate_FullMethodName  = "/karman.plugin.v1.Plugin/Authenticate"
+	Plugin_Authorize_FullMethodName     = "/karman.plugin.v1.Plugin/Authorize"
 )
 
 // PluginClient is the client API for Plugin service.
@@ -52,6 +54,11 @@ type PluginClient interface {
 	// read is stored.
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadResponse, error)
 	Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error)
+	// Authenticate: a request's credentials in; a principal or a refusal
+	// out. Authorize: a principal, an action and a resource in; nothing or
+	// a denial out.
+	Authenticate(ctx context.Context, in *AuthenticateRequest, opts ...grpc.CallOption) (*AuthenticateResponse, error)
+	Authorize(ctx context.Context, in *AuthorizeRequest, opts ...grpc.CallOption) (*AuthorizeResponse, error)
 }
 
 type pluginClient struct {
@@ -122,6 +129,26 @@ func (c *pluginClient) Ack(ctx context.Context, in *AckRequest, opts ...grpc.Cal
 	return out, nil
 }
 
+func (c *pluginClient) Authenticate(ctx context.Context, in *AuthenticateRequest, opts ...grpc.CallOption) (*AuthenticateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthenticateResponse)
+	err := c.cc.Invoke(ctx, Plugin_Authenticate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pluginClient) Authorize(ctx context.Context, in *AuthorizeRequest, opts ...grpc.CallOption) (*AuthorizeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthorizeResponse)
+	err := c.cc.Invoke(ctx, Plugin_Authorize_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PluginServer is the server API for Plugin service.
 // All implementations must embed UnimplementedPluginServer
 // for forward compatibility.
@@ -142,6 +169,11 @@ type PluginServer interface {
 	// read is stored.
 	Read(context.Context, *ReadRequest) (*ReadResponse, error)
 	Ack(context.Context, *AckRequest) (*AckResponse, error)
+	// Authenticate: a request's credentials in; a principal or a refusal
+	// out. Authorize: a principal, an action and a resource in; nothing or
+	// a denial out.
+	Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error)
+	Authorize(context.Context, *AuthorizeRequest) (*AuthorizeResponse, error)
 	mustEmbedUnimplementedPluginServer()
 }
 
@@ -169,6 +201,12 @@ func (UnimplementedPluginServer) Read(context.Context, *ReadRequest) (*ReadRespo
 }
 func (UnimplementedPluginServer) Ack(context.Context, *AckRequest) (*AckResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ack not implemented")
+}
+func (UnimplementedPluginServer) Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Authenticate not implemented")
+}
+func (UnimplementedPluginServer) Authorize(context.Context, *AuthorizeRequest) (*AuthorizeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Authorize not implemented")
 }
 func (UnimplementedPluginServer) mustEmbedUnimplementedPluginServer() {}
 func (UnimplementedPluginServer) testEmbeddedByValue()                {}
@@ -299,6 +337,42 @@ func _Plugin_Ack_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Plugin_Authenticate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuthenticateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServer).Authenticate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Plugin_Authenticate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServer).Authenticate(ctx, req.(*AuthenticateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Plugin_Authorize_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuthorizeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServer).Authorize(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Plugin_Authorize_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServer).Authorize(ctx, req.(*AuthorizeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Plugin_ServiceDesc is the grpc.ServiceDesc for Plugin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -329,6 +403,14 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Ack",
 			Handler:    _Plugin_Ack_Handler,
+		},
+		{
+			MethodName: "Authenticate",
+			Handler:    _Plugin_Authenticate_Handler,
+		},
+		{
+			MethodName: "Authorize",
+			Handler:    _Plugin_Authorize_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
