@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -227,4 +230,53 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%x", sha256.Sum256(b)), nil
+}
+
+// TestConcurrentSendsAcrossKill sends from several goroutines while the
+// plugin is killed: every send either fails with ErrCallFailed or is
+// stored with the plugin's marks, and after Close no goroutine of the
+// host is left.
+func TestConcurrentSendsAcrossKill(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p := load(t, "guard="+program("testplugin"), Options{RestartMin: 10 * time.Millisecond, RestartMax: 50 * time.Millisecond})
+	e := openEngine(t, t.TempDir(), p.Hooks())
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var stored, failed atomic.Int64
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				_, err := e.SendBatch(ctx, []*message.Message{msg(fmt.Sprintf("%d-%d", g, i)), msg("x")}, 0)
+				switch {
+				case err == nil:
+					stored.Add(2)
+				case errors.Is(err, ErrCallFailed):
+					failed.Add(1)
+				default:
+					t.Errorf("send: %v", err)
+				}
+			}
+		}()
+	}
+	eventually(t, 10*time.Second, "no send got through", func() bool { return stored.Load() > 0 })
+	if err := killPID(p.pid()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	eventually(t, 10*time.Second, "the plugin is not back", p.up)
+	got := pullAll(t, e)
+	if int64(len(got)) != stored.Load() {
+		t.Fatalf("stored %d messages; the senders counted %d", len(got), stored.Load())
+	}
+	for _, m := range got {
+		if m.Property("seen-by") != "guard" {
+			t.Fatalf("message %q stored without the plugin", m.Body)
+		}
+	}
+	t.Logf("%d stored, %d batches failed, stats %+v", stored.Load(), failed.Load(), p.Stats())
+	p.Close()
+	e.Close()
+	eventually(t, 10*time.Second, "goroutines left after Close", func() bool { return runtime.NumGoroutine() <= before })
 }
