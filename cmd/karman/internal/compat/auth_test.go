@@ -4,7 +4,8 @@ package compat
 
 import (
 	"context"
-	"net"
+	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,14 +14,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
-	brokerfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"
-	grpcfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/grpc"
-	namesrvfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv"
-	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/hook/rmqauth"
 	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/server"
 )
 
 // Credentials the guarded server knows.
@@ -71,62 +68,42 @@ type guarded struct {
 	store                 *senderSeen
 }
 
-// startGuarded runs a name server, a broker and the gRPC endpoint on an
-// engine whose hooks authenticate with rmqauth.Keys and authorize with
-// topicAuthorizer.
+// startGuarded runs a name server, a broker and the gRPC endpoint (the
+// server package's standard modules) on an engine whose hooks
+// authenticate with rmqauth.Keys and authorize with topicAuthorizer.
 func startGuarded(t *testing.T) *guarded {
 	t.Helper()
 	g := &guarded{authz: &topicAuthorizer{seen: map[string]int{}}, store: &senderSeen{}}
-	opts := engine.Options{
-		AutoCreateGroups: true,
-		Hooks:            []any{rmqauth.Keys{authAccessKey: authSecret}, g.authz, g.store},
-		SegmentSize:      64 << 20,
-		Logger:           testLogger(t),
-	}
-	e, err := engine.Open(t.TempDir(), &opts)
+	opts, err := server.NewOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{authTopic, authForbidden} {
-		if err := e.CreateTopic(meta.Topic{Name: name, ReadQueues: 2, WriteQueues: 2, Perm: meta.PermRW}); err != nil {
-			t.Fatal(err)
-		}
+	args := slices.Concat([]string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off"}, listenArgs[2:])
+	if err := opts.Flags.Parse(args); err != nil {
+		t.Fatal(err)
 	}
-	listen := func() net.Listener {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ln
+	opts.Hooks = []any{rmqauth.Keys{authAccessKey: authSecret}, g.authz, g.store}
+	opts.Logger, opts.Announce = testLogger(t), io.Discard
+	srv, err := server.New(*opts)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ns, br, gr := listen(), listen(), listen()
-	addrs := map[string]net.Addr{namesrvfe.Name: ns.Addr(), brokerfe.Name: br.Addr(), grpcfe.Name: gr.Addr()}
-	ctx, cancel := context.WithCancel(context.Background())
-	var stops []func(context.Context) error
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		cancel()
-		sctx, done := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, done := context.WithTimeout(context.Background(), 20*time.Second)
 		defer done()
-		for i := len(stops) - 1; i >= 0; i-- {
-			if err := stops[i](sctx); err != nil {
-				t.Errorf("stop: %v", err)
-			}
-		}
-		if err := e.Close(); err != nil {
-			t.Errorf("engine close: %v", err)
+		if err := srv.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
 		}
 	})
-	for _, s := range []struct {
-		start func(context.Context, frontend.Host) (func(context.Context) error, error)
-		ln    net.Listener
-	}{{namesrvfe.Start, ns}, {brokerfe.Start, br}, {grpcfe.Start, gr}} {
-		stop, err := s.start(ctx, frontend.Host{Engine: e, Listener: s.ln, Logger: testLogger(t), Addrs: addrs, EngineOptions: opts})
-		if err != nil {
+	for _, name := range []string{authTopic, authForbidden} {
+		if err := srv.Engine().CreateTopic(meta.Topic{Name: name, ReadQueues: 2, WriteQueues: 2, Perm: meta.PermRW}); err != nil {
 			t.Fatal(err)
 		}
-		stops = append(stops, stop)
 	}
-	g.namesrv, g.broker, g.grpc = ns.Addr().String(), br.Addr().String(), gr.Addr().String()
+	g.namesrv, g.broker, g.grpc = srv.Addr("namesrv").String(), srv.Addr("broker").String(), srv.Addr("grpc").String()
 	return g
 }
 

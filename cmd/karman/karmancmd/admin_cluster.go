@@ -1,0 +1,106 @@
+package karmancmd
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/karmanmq/karman/cmd/karman/internal/admin"
+	"github.com/spf13/cobra"
+)
+
+func newAdminClusterCmd(f *adminFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Show the clusters and brokers the name server knows; drain a broker of producers",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List every broker: cluster, name, id (0 = master), address and what it reports of itself",
+		Long: `List every broker the name servers know: cluster, broker name, id (0 is
+the master) and address, and what each says of itself in
+GET_BROKER_RUNTIME_INFO: version, messages stored (IN) and pulled (OUT)
+per second over the last 10 seconds and since midnight, and how full
+the disk holding its commit log is. A broker that does not answer shows
+"-" and its error goes to standard error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				bs, err := c.Brokers(cmd.Context())
+				out := &brokerList{Brokers: []brokerWithStatus{}}
+				for _, b := range bs {
+					s, serr := c.BrokerStatus(cmd.Context(), b)
+					if serr != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "broker %s (%s): %v\n", b.Name, b.Addr, serr)
+					}
+					out.Brokers = append(out.Brokers, brokerWithStatus{Broker: b, Status: s})
+				}
+				return out, err
+			}, writeBrokerList)
+		},
+	})
+	cmd.AddCommand(newWritePermCmd(f, false), newWritePermCmd(f, true))
+	return cmd
+}
+
+// newWritePermCmd is "cluster wipe-write" (writable false) or "cluster
+// add-write".
+func newWritePermCmd(f *adminFlags, writable bool) *cobra.Command {
+	use, short, long := "wipe-write BROKER", "Stop producers from sending to a broker, which consumers go on reading",
+		`Take the write permission of a broker group away in every topic it
+serves, on every name server (WIPE_WRITE_PERM_OF_BROKER). Producers stop
+sending to it once they refresh their routes (within 30 s) while
+consumers go on reading it: the way to drain a broker before
+maintenance. It lasts until "cluster add-write", or until the broker
+goes away and registers again.`
+	if writable {
+		use, short, long = "add-write BROKER", "Let producers send to a broker again",
+			`Give a broker group its write permission back in every topic, on every
+name server (ADD_WRITE_PERM_OF_BROKER), after "cluster wipe-write".`
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd, func(c *admin.Client) (any, error) {
+				return c.SetBrokerWritable(cmd.Context(), args[0], writable)
+			}, func(w io.Writer, v any) {
+				ch := v.(*admin.WritePermChange)
+				row(w, "NAME SERVER", "TOPICS CHANGED")
+				for _, ns := range ch.NameServers {
+					row(w, ns.Addr, ns.Topics)
+				}
+			})
+		},
+	}
+}
+
+// brokerList is the JSON document of cluster list.
+type brokerList struct {
+	Brokers []brokerWithStatus `json:"brokers"`
+}
+
+// brokerWithStatus is a broker and what it said of itself (nil when it did
+// not answer).
+type brokerWithStatus struct {
+	admin.Broker
+	Status *admin.BrokerStatus `json:"status"`
+}
+
+func writeBrokerList(w io.Writer, v any) {
+	row(w, "CLUSTER", "BROKER", "ID", "ADDRESS", "VERSION", "IN TPS", "OUT TPS", "IN TODAY", "OUT TODAY", "DISK")
+	for _, b := range v.(*brokerList).Brokers {
+		s := b.Status
+		if s == nil {
+			row(w, b.Cluster, b.Name, b.ID, b.Addr, "-", "-", "-", "-", "-", "-")
+			continue
+		}
+		row(w, b.Cluster, b.Name, b.ID, b.Addr, s.Version,
+			strconv.FormatFloat(s.InTPS, 'f', 1, 64), strconv.FormatFloat(s.OutTPS, 'f', 1, 64),
+			s.InToday, s.OutToday, fmt.Sprintf("%.1f%%", s.DiskRatio*100))
+	}
+}

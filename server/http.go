@@ -1,0 +1,78 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/server/metrics"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// httpServer returns the server for /healthz and /metrics.
+func (s *Server) httpServer(ms *metrics.Set) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(ms.Registry, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		Registry: ms.Registry,
+	}))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "karman %s\n\n/healthz  200 once ready, 503 while starting, stopping or refusing writes (disk full or failed), JSON\n/metrics  Prometheus metrics\n", s.o.Version)
+	})
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// health is the JSON body of /healthz.
+type health struct {
+	Status string `json:"status"` // ok, starting, stopping, disk-full, disk-failed
+	Reason string `json:"reason,omitempty"`
+	Since  string `json:"since,omitempty"` // RFC 3339, when the disk state began
+	// DiskUsed and DiskTotal are the bytes of the data's file system.
+	DiskUsed  uint64 `json:"diskUsedBytes,omitempty"`
+	DiskTotal uint64 `json:"diskTotalBytes,omitempty"`
+}
+
+// healthz answers 200 {"status":"ok"} while the server is ready and its
+// disk takes writes, 503 otherwise: while starting or stopping, and while
+// the engine refuses writes because its disk is full or failed, with the
+// reason.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	h := health{Status: "stopping"}
+	switch s.State() {
+	case Ready:
+		h.Status = "ok"
+		s.mu.RLock()
+		if s.eng != nil {
+			eh := s.eng.Health()
+			switch eh.Disk {
+			case engine.DiskOK:
+			case engine.DiskFailed:
+				h.Status = "disk-failed"
+			default:
+				h.Status = "disk-full"
+			}
+			if eh.Disk != engine.DiskOK {
+				h.Reason, h.Since = eh.Reason, eh.Since.UTC().Format(time.RFC3339)
+				h.DiskUsed, h.DiskTotal = eh.Used, eh.Total
+			}
+		}
+		s.mu.RUnlock()
+	case Starting:
+		h.Status = "starting"
+	}
+	if h.Status != "ok" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	json.NewEncoder(w).Encode(h)
+}

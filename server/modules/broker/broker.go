@@ -1,0 +1,314 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/protocol/remoting/broker"
+	"github.com/karmanmq/karman/protocol/remoting/namesrv"
+	"github.com/karmanmq/karman/protocol/remoting/server"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+	karman "github.com/karmanmq/karman/server"
+	"github.com/karmanmq/karman/server/config"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+)
+
+// ID, Name (the prefix of its flags and the name of its listener) and
+// DefaultAddr of the module.
+const (
+	ID          karman.ModuleID = "frontend.remoting"
+	Name                        = "broker"
+	DefaultAddr                 = ":10911"
+)
+
+// NamesrvID is the in-process name server the broker registers with when
+// it runs and no --broker-namesrv is given: an optional dependency.
+const NamesrvID karman.ModuleID = "frontend.namesrv"
+
+// startRegisterTimeout bounds the first registration, which start-up
+// waits for so that the broker is routable once serve reports ready.
+const startRegisterTimeout = 5 * time.Second
+
+// Info describes the module.
+var Info = karman.ModuleInfo{
+	ID:             ID,
+	New:            func() karman.Module { return New() },
+	Name:           Name,
+	DefaultAddr:    DefaultAddr,
+	Usage:          "RocketMQ remoting broker listen address",
+	MaxMessageSize: MaxMessageSize,
+	Deps:           []karman.Dependency{{ID: NamesrvID, Optional: true}},
+}
+
+// MaxMessageSize is the largest body a remoting frame carries: the frame
+// limit less room for the header, whose properties may take 32 KiB.
+const MaxMessageSize = wire.DefaultMaxFrameSize - 64<<10
+
+func init() { karman.RegisterModule(Info) }
+
+// Interface guards: the life-cycle steps the broker takes part in.
+var (
+	_ karman.FlagBinder       = (*Module)(nil)
+	_ karman.Validator        = (*Module)(nil)
+	_ karman.EngineConfigurer = (*Module)(nil)
+	_ karman.Starter          = (*Module)(nil)
+	_ karman.Stopper          = (*Module)(nil)
+)
+
+// Module is the broker module: its settings, then, once started, what
+// Stop ends.
+type Module struct {
+	Config Config
+	stop   func(context.Context) error
+}
+
+// New returns a broker module with the default settings.
+func New() *Module {
+	return &Module{Config: Config{
+		BrokerName:       broker.DefaultBrokerName,
+		ClusterName:      broker.DefaultClusterName,
+		MaxInflightBytes: server.DefaultMaxInflightBytes,
+	}}
+}
+
+// KarmanModule implements karman.Module.
+func (*Module) KarmanModule() karman.ModuleInfo { return Info }
+
+// BindFlags adds the broker's flags to fs.
+func (m *Module) BindFlags(fs *pflag.FlagSet) { bindFlags(fs, &m.Config) }
+
+// Validate checks the settings the flags cannot.
+func (m *Module) Validate() error {
+	if m.Config.MaxInflightBytes != 0 && m.Config.MaxInflightBytes < wire.DefaultMaxFrameSize {
+		return fmt.Errorf("broker: --%s-max-inflight-bytes %s is below the largest frame, %s", Name, m.Config.MaxInflightBytes, config.ByteSize(wire.DefaultMaxFrameSize))
+	}
+	if m.Config.AdvertiseAddr != "" {
+		if _, err := Advertise(nil, m.Config.AdvertiseAddr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ConfigureEngine makes the engine write the broker's advertised address
+// into stored messages and offset message ids, which clients decode to
+// find the broker again.
+func (m *Module) ConfigureEngine(o *engine.Options, addrs map[string]net.Addr) error {
+	return ConfigureEngine(o, addrs[Name], &m.Config)
+}
+
+// Start serves the broker on h.Listener and registers it with the name
+// servers.
+func (m *Module) Start(ctx context.Context, h karman.Host) error {
+	stop, err := Start(ctx, h, &m.Config)
+	m.stop = stop
+	return err
+}
+
+// Stop stops serving and deregisters from the name servers.
+func (m *Module) Stop(ctx context.Context) error {
+	if m.stop == nil {
+		return nil
+	}
+	return m.stop(ctx)
+}
+
+// Config holds the broker's own settings.
+type Config struct {
+	// AdvertiseAddr is the "ip:port" clients dial; empty derives it from
+	// the listener (see Advertise).
+	AdvertiseAddr string
+	// NameServers to register with; empty means the name server of the
+	// same process, if it runs.
+	NameServers []string
+	BrokerName  string
+	ClusterName string
+	// MaxInflightBytes bounds the memory of the requests read and not yet
+	// handled, across all connections (server.Options.MaxInflightBytes);
+	// zero means server.DefaultMaxInflightBytes.
+	MaxInflightBytes config.ByteSize
+}
+
+// bindFlags adds the broker's flags to fs, filling c.
+func bindFlags(fs *pflag.FlagSet, c *Config) {
+	fs.StringVar(&c.AdvertiseAddr, Name+"-advertise-addr", "", "IPv4 ip:port clients dial to reach the broker (default: derived from --broker-addr)")
+	fs.Var(listValue{&c.NameServers}, Name+"-namesrv", "name servers to register with, ip:port separated by commas (default: the name server of this process)")
+	fs.StringVar(&c.BrokerName, Name+"-name", broker.DefaultBrokerName, "broker name")
+	fs.StringVar(&c.ClusterName, Name+"-cluster", broker.DefaultClusterName, "cluster name")
+	c.MaxInflightBytes = server.DefaultMaxInflightBytes
+	fs.Var(&c.MaxInflightBytes, Name+"-max-inflight-bytes",
+		"memory for requests read and not yet handled, across all connections; a client finding it spent is read no further until there is room (at least "+
+			config.ByteSize(wire.DefaultMaxFrameSize).String()+", the largest frame)")
+}
+
+// ConfigureEngine makes the engine write the broker's advertised address
+// into stored messages and offset message ids, which clients decode to
+// find the broker again.
+func ConfigureEngine(o *engine.Options, addr net.Addr, cfg *Config) error {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	advertise, err := Advertise(addr, cfg.AdvertiseAddr)
+	if err != nil {
+		return err
+	}
+	o.StoreHost = netip.MustParseAddrPort(advertise)
+	return nil
+}
+
+// Start serves the broker on h.Listener with the settings of cfg and
+// registers it with the name servers; stop undoes it.
+func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.Context) error, err error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if h.Logger == nil {
+		h.Logger = slog.New(slog.DiscardHandler)
+	}
+	advertise, err := Advertise(h.Listener.Addr(), cfg.AdvertiseAddr)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxInflightBytes != 0 && cfg.MaxInflightBytes < wire.DefaultMaxFrameSize {
+		return nil, fmt.Errorf("broker: --%s-max-inflight-bytes %s is below the largest frame, %s", Name, cfg.MaxInflightBytes, config.ByteSize(wire.DefaultMaxFrameSize))
+	}
+	nameServers := cfg.NameServers
+	if len(nameServers) == 0 {
+		if a, ok := h.Addrs[namesrvName]; ok {
+			nameServers = []string{dialable(a)}
+		}
+	}
+
+	b := broker.New(h.Engine, broker.Options{
+		BrokerName:       cfg.BrokerName,
+		ClusterName:      cfg.ClusterName,
+		Addr:             advertise,
+		AutoCreateTopics: h.EngineOptions.AutoCreateTopics,
+		AutoCreateGroups: h.EngineOptions.AutoCreateGroups,
+		Logger:           h.Logger,
+	})
+	mux := server.NewMux()
+	b.Register(mux)
+	srv := server.New(mux, server.Options{Logger: h.Logger, Busy: b.Busy, OnClose: b.OnClose,
+		MaxInflightBytes: int64(cfg.MaxInflightBytes)})
+	if err := b.Start(ctx); err != nil {
+		return nil, err
+	}
+	if h.Metrics != nil {
+		if err := registerMetrics(h.Metrics, b); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+
+	var reg *namesrv.Registrar
+	if len(nameServers) > 0 {
+		reg, err = namesrv.NewRegistrar(namesrv.RegistrarOptions{
+			NameServers: nameServers,
+			Cluster:     cfg.ClusterName,
+			BrokerName:  b.Options().BrokerName,
+			BrokerAddr:  advertise,
+			Topics:      b.TopicConfigs,
+			Logger:      h.Logger,
+		})
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+	} else {
+		h.Logger.Warn("no name server to register with: clients will not find this broker", "addr", advertise)
+	}
+
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	serveErr := make(chan error, 1)
+	wg.Go(func() { serveErr <- srv.Serve(h.Listener) })
+	if reg != nil {
+		rctx, cancel := context.WithTimeout(ctx, startRegisterTimeout)
+		if err := reg.RegisterAll(rctx); err != nil {
+			h.Logger.Warn("first registration with the name servers failed; retrying in the background", "name_servers", nameServers, "err", err)
+		}
+		cancel()
+		reg.Start()
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-b.TopicsChanged():
+					reg.Trigger()
+				}
+			}
+		})
+	}
+	h.Logger.Info("broker serving", "advertise", advertise, "name_servers", nameServers, "broker", b.Options().BrokerName)
+
+	return func(ctx context.Context) error {
+		close(done)
+		var errs []error
+		if reg != nil {
+			errs = append(errs, reg.Close(ctx))
+		}
+		errs = append(errs, b.Close(), srv.Shutdown(ctx))
+		wg.Wait()
+		if serr := <-serveErr; !errors.Is(serr, server.ErrServerClosed) {
+			errs = append(errs, serr)
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+func registerMetrics(r prometheus.Registerer, b *broker.Broker) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "karman_broker_held_pulls", Help: "Pull requests waiting for messages (long polling)."},
+			func() float64 { return float64(b.HeldPulls()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "karman_broker_flow_control", Help: "1 while sends are refused because the engine is behind, else 0."},
+			func() float64 {
+				if b.Busy(server.KindSend) {
+					return 1
+				}
+				return 0
+			}),
+	} {
+		if err := r.Register(c); err != nil {
+			return fmt.Errorf("broker: metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// namesrvName is the listener name of the in-process name server.
+const namesrvName = "namesrv"
+
+// listValue is a flag holding a list of addresses separated by commas or
+// semicolons.
+type listValue struct{ l *[]string }
+
+func (v listValue) String() string {
+	if v.l == nil {
+		return ""
+	}
+	return strings.Join(*v.l, ",")
+}
+
+func (v listValue) Set(s string) error {
+	*v.l = nil
+	for a := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("want ip:port: %w", err)
+		}
+		*v.l = append(*v.l, a)
+	}
+	return nil
+}
+
+func (v listValue) Type() string { return "addrs" }

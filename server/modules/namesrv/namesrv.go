@@ -1,0 +1,128 @@
+package namesrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	routetable "github.com/karmanmq/karman/cluster/namesrv"
+	remoting "github.com/karmanmq/karman/protocol/remoting/namesrv"
+	"github.com/karmanmq/karman/protocol/remoting/server"
+	karman "github.com/karmanmq/karman/server"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ID, Name (the prefix of its flag and the name of its listener) and
+// DefaultAddr of the module.
+const (
+	ID          karman.ModuleID = "frontend.namesrv"
+	Name                        = "namesrv"
+	DefaultAddr                 = ":9876"
+)
+
+// ExpireInterval is how often silent brokers are swept out (Java's
+// scanNotActiveBroker runs every 5 s).
+const ExpireInterval = 5 * time.Second
+
+// expireEvery is ExpireInterval; tests shorten it.
+var expireEvery = ExpireInterval
+
+// Info describes the module.
+var Info = karman.ModuleInfo{
+	ID:          ID,
+	New:         func() karman.Module { return &Module{} },
+	Name:        Name,
+	DefaultAddr: DefaultAddr,
+	Usage:       "RocketMQ name server listen address",
+}
+
+func init() { karman.RegisterModule(Info) }
+
+// Interface guards.
+var (
+	_ karman.Starter = (*Module)(nil)
+	_ karman.Stopper = (*Module)(nil)
+)
+
+// Module is the name-server module. It has no settings beyond its
+// address.
+type Module struct {
+	stop func(context.Context) error
+}
+
+// KarmanModule implements karman.Module.
+func (*Module) KarmanModule() karman.ModuleInfo { return Info }
+
+// Start serves a new, empty route table on h.Listener.
+func (m *Module) Start(ctx context.Context, h karman.Host) error {
+	stop, err := Start(ctx, h)
+	m.stop = stop
+	return err
+}
+
+// Stop stops serving.
+func (m *Module) Stop(ctx context.Context) error {
+	if m.stop == nil {
+		return nil
+	}
+	return m.stop(ctx)
+}
+
+// Start serves a new, empty route table on h.Listener. h.Engine is not
+// used and may be nil; h.Metrics may be nil.
+func Start(_ context.Context, h karman.Host) (stop func(context.Context) error, err error) {
+	if h.Logger == nil {
+		h.Logger = slog.New(slog.DiscardHandler)
+	}
+	table := routetable.New(routetable.Options{})
+	kv := routetable.NewKV()
+	proc := remoting.New(routes{table}, kv, remoting.Options{Logger: h.Logger})
+	mux := server.NewMux()
+	proc.Mount(mux)
+	srv := server.New(mux, server.Options{Logger: h.Logger, OnClose: proc.ConnClosed})
+
+	if h.Metrics != nil {
+		for _, c := range []prometheus.Collector{
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "karman_namesrv_brokers", Help: "Broker members registered with the name server."},
+				func() float64 { return float64(len(table.Brokers())) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "karman_namesrv_topics", Help: "Topics the name server routes."},
+				func() float64 { return float64(len(table.Topics())) }),
+		} {
+			if err := h.Metrics.Register(c); err != nil {
+				return nil, fmt.Errorf("namesrv: metrics: %w", err)
+			}
+		}
+	}
+
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	serveErr := make(chan error, 1)
+	wg.Go(func() { serveErr <- srv.Serve(h.Listener) })
+	wg.Go(func() {
+		t := time.NewTicker(expireEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				for _, b := range table.Expire(now) {
+					h.Logger.Warn("broker expired", "cluster", b.Cluster, "broker", b.BrokerName, "id", b.BrokerID,
+						"addr", b.Addr, "silent", now.Sub(b.LastUpdate).Round(time.Second))
+				}
+			}
+		}
+	})
+	return func(ctx context.Context) error {
+		close(done)
+		err := srv.Shutdown(ctx)
+		wg.Wait()
+		if serr := <-serveErr; !errors.Is(serr, server.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		return err
+	}, nil
+}
