@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
 	"github.com/karmanmq/karman/engine"
 	"github.com/spf13/pflag"
 )
@@ -62,7 +61,7 @@ func TestByteSizeString(t *testing.T) {
 	}
 }
 
-var fronts = []frontend.Frontend{
+var fronts = []Listener{
 	{Name: "remoting", DefaultAddr: ":10911", MaxMessageSize: 16 << 20},
 	{Name: "other", DefaultAddr: ":1"},
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
 	"github.com/karmanmq/karman/engine"
 	"github.com/spf13/pflag"
 )
@@ -35,15 +34,12 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful shutdown.
 	ShutdownTimeout time.Duration
 
-	// Addrs is the listen address per listener: HTTP and every registered
-	// front-end. Off disables a listener.
+	// Addrs is the listen address per listener: HTTP and every listening
+	// module. Off disables a listener.
 	Addrs map[string]string
-	// Frontends holds, per front-end name, the settings its own flags
-	// fill (see frontend.Frontend.Flags).
-	Frontends map[string]any
-	// bodyLimits holds, per front-end name, the largest message body its
-	// protocol can carry (frontend.Frontend.MaxMessageSize), for those
-	// that have a limit.
+	// bodyLimits holds, per listener name, the largest message body its
+	// protocol can carry (Listener.MaxMessageSize), for those that have a
+	// limit.
 	bodyLimits map[string]int64
 
 	// Engine options.
@@ -70,29 +66,28 @@ type Config struct {
 	MessageTypeCheck         bool
 }
 
+// Listener describes the listener of a module: its name gives its flag,
+// --<Name>-addr.
+type Listener struct {
+	Name        string
+	DefaultAddr string
+	// Usage is the flag's help text. Optional.
+	Usage string
+	// MaxMessageSize is the largest message body the listener's protocol
+	// carries; zero means no limit of its own.
+	MaxMessageSize int64
+}
+
 // Bind registers the configuration's flags on fs, one --<name>-addr flag
-// per front-end, and fills c with the defaults.
-func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
+// per listener, and fills c with the defaults.
+func (c *Config) Bind(fs *pflag.FlagSet, listeners []Listener) {
 	fs.StringVar(&c.Data, "data", DefaultData, "data directory")
 	fs.Var(levelValue{&c.LogLevel}, "log-level", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "time allowed for a graceful shutdown")
 
-	c.Addrs = map[string]string{}
-	c.Frontends = map[string]any{}
-	c.bodyLimits = map[string]int64{}
 	c.bindAddr(fs, HTTP, DefaultHTTPAddr, "HTTP listen address for /healthz and /metrics")
-	for _, f := range fronts {
-		usage := f.Usage
-		if usage == "" {
-			usage = f.Name + " listen address"
-		}
-		c.bindAddr(fs, f.Name, f.DefaultAddr, usage)
-		if f.Flags != nil {
-			c.Frontends[f.Name] = f.Flags(fs)
-		}
-		if f.MaxMessageSize > 0 {
-			c.bodyLimits[f.Name] = f.MaxMessageSize
-		}
+	for _, l := range listeners {
+		c.AddListener(fs, l)
 	}
 
 	c.Flush = engine.FlushAsync
@@ -120,7 +115,26 @@ func (c *Config) Bind(fs *pflag.FlagSet, fronts []frontend.Frontend) {
 	fs.BoolVar(&c.MessageTypeCheck, "message-type-check", true, "refuse messages whose type (normal, FIFO, delay, transaction) the topic is not declared for")
 }
 
+// AddListener registers the --<Name>-addr flag of l on fs. fs must not
+// have it yet.
+func (c *Config) AddListener(fs *pflag.FlagSet, l Listener) {
+	usage := l.Usage
+	if usage == "" {
+		usage = l.Name + " listen address"
+	}
+	c.bindAddr(fs, l.Name, l.DefaultAddr, usage)
+	if l.MaxMessageSize > 0 {
+		if c.bodyLimits == nil {
+			c.bodyLimits = map[string]int64{}
+		}
+		c.bodyLimits[l.Name] = l.MaxMessageSize
+	}
+}
+
 func (c *Config) bindAddr(fs *pflag.FlagSet, name, def, usage string) {
+	if c.Addrs == nil {
+		c.Addrs = map[string]string{}
+	}
 	c.Addrs[name] = def
 	fs.Var(addrValue{c.Addrs, name}, name+"-addr", usage+` ("off" disables it)`)
 }

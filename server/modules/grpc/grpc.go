@@ -7,29 +7,79 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
-	brokerfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"
 	"github.com/karmanmq/karman/protocol/grpc/server"
 	"github.com/karmanmq/karman/protocol/grpc/transport"
+	karman "github.com/karmanmq/karman/server"
+	brokerfe "github.com/karmanmq/karman/server/modules/broker"
 	"github.com/spf13/pflag"
 )
 
-// Name and DefaultAddr of the front-end.
+// ID, Name (the prefix of its flags and the name of its listener) and
+// DefaultAddr of the module.
 const (
-	Name        = "grpc"
-	DefaultAddr = ":8081"
+	ID          karman.ModuleID = "frontend.grpc"
+	Name                        = "grpc"
+	DefaultAddr                 = ":8081"
 )
 
-// Frontend is the gRPC front-end.
-var Frontend = frontend.Frontend{
+// Info describes the module. It starts after the remoting broker when
+// both run (an optional dependency): both serve one engine, and the
+// broker's routes are published first.
+var Info = karman.ModuleInfo{
+	ID:          ID,
+	New:         func() karman.Module { return &Module{} },
 	Name:        Name,
 	DefaultAddr: DefaultAddr,
 	Usage:       "RocketMQ 5 gRPC listen address",
-	Start:       Start,
-	Flags:       BindFlags,
+	Deps:        []karman.Dependency{{ID: brokerfe.ID, Optional: true}},
 }
 
-func init() { frontend.Register(Frontend) }
+func init() { karman.RegisterModule(Info) }
+
+// Interface guards.
+var (
+	_ karman.FlagBinder = (*Module)(nil)
+	_ karman.Validator  = (*Module)(nil)
+	_ karman.Starter    = (*Module)(nil)
+	_ karman.Stopper    = (*Module)(nil)
+)
+
+// Module is the gRPC module.
+type Module struct {
+	Config Config
+	stop   func(context.Context) error
+}
+
+// KarmanModule implements karman.Module.
+func (*Module) KarmanModule() karman.ModuleInfo { return Info }
+
+// BindFlags adds the module's flags to fs.
+func (m *Module) BindFlags(fs *pflag.FlagSet) { bindFlags(fs, &m.Config) }
+
+// Validate checks that the TLS certificate and key come together and
+// load.
+func (m *Module) Validate() error {
+	if m.Config.TLSCert == "" && m.Config.TLSKey == "" {
+		return nil
+	}
+	_, err := tlsConfig(m.Config.TLSCert, m.Config.TLSKey)
+	return err
+}
+
+// Start serves the MessagingService on h.Listener.
+func (m *Module) Start(ctx context.Context, h karman.Host) error {
+	stop, err := Start(ctx, h, &m.Config)
+	m.stop = stop
+	return err
+}
+
+// Stop stops serving, gracefully within ctx's deadline.
+func (m *Module) Stop(ctx context.Context) error {
+	if m.stop == nil {
+		return nil
+	}
+	return m.stop(ctx)
+}
 
 // Config holds the front-end's own settings.
 type Config struct {
@@ -41,19 +91,16 @@ type Config struct {
 	TLSCert, TLSKey string
 }
 
-// BindFlags adds the front-end's flags to fs and returns the Config they
-// fill.
-func BindFlags(fs *pflag.FlagSet) any {
-	c := &Config{}
+// bindFlags adds the module's flags to fs, filling c.
+func bindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.StringVar(&c.AdvertiseAddr, Name+"-advertise-addr", "", "host:port gRPC clients are routed to (default: derived from --grpc-addr)")
 	fs.StringVar(&c.TLSCert, Name+"-tls-cert", "", "PEM certificate for gRPC clients that use TLS, served on the same port as plaintext (default: a self-signed one)")
 	fs.StringVar(&c.TLSKey, Name+"-tls-key", "", "PEM private key of --grpc-tls-cert")
-	return c
 }
 
-// Start serves the MessagingService on h.Listener.
-func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) error, err error) {
-	cfg, _ := h.Config.(*Config)
+// Start serves the MessagingService on h.Listener with the settings of
+// cfg; stop undoes it.
+func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.Context) error, err error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}

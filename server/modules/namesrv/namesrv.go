@@ -9,16 +9,18 @@ import (
 	"time"
 
 	routetable "github.com/karmanmq/karman/cluster/namesrv"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
 	remoting "github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/server"
+	karman "github.com/karmanmq/karman/server"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Name and DefaultAddr of the front-end.
+// ID, Name (the prefix of its flag and the name of its listener) and
+// DefaultAddr of the module.
 const (
-	Name        = "namesrv"
-	DefaultAddr = ":9876"
+	ID          karman.ModuleID = "frontend.namesrv"
+	Name                        = "namesrv"
+	DefaultAddr                 = ":9876"
 )
 
 // ExpireInterval is how often silent brokers are swept out (Java's
@@ -28,19 +30,50 @@ const ExpireInterval = 5 * time.Second
 // expireEvery is ExpireInterval; tests shorten it.
 var expireEvery = ExpireInterval
 
-// Frontend is the name-server front-end.
-var Frontend = frontend.Frontend{
+// Info describes the module.
+var Info = karman.ModuleInfo{
+	ID:          ID,
+	New:         func() karman.Module { return &Module{} },
 	Name:        Name,
 	DefaultAddr: DefaultAddr,
 	Usage:       "RocketMQ name server listen address",
-	Start:       Start,
 }
 
-func init() { frontend.Register(Frontend) }
+func init() { karman.RegisterModule(Info) }
+
+// Interface guards.
+var (
+	_ karman.Starter = (*Module)(nil)
+	_ karman.Stopper = (*Module)(nil)
+)
+
+// Module is the name-server module. It has no settings beyond its
+// address.
+type Module struct {
+	stop func(context.Context) error
+}
+
+// KarmanModule implements karman.Module.
+func (*Module) KarmanModule() karman.ModuleInfo { return Info }
+
+// Start serves a new, empty route table on h.Listener.
+func (m *Module) Start(ctx context.Context, h karman.Host) error {
+	stop, err := Start(ctx, h)
+	m.stop = stop
+	return err
+}
+
+// Stop stops serving.
+func (m *Module) Stop(ctx context.Context) error {
+	if m.stop == nil {
+		return nil
+	}
+	return m.stop(ctx)
+}
 
 // Start serves a new, empty route table on h.Listener. h.Engine is not
 // used and may be nil; h.Metrics may be nil.
-func Start(_ context.Context, h frontend.Host) (stop func(context.Context) error, err error) {
+func Start(_ context.Context, h karman.Host) (stop func(context.Context) error, err error) {
 	if h.Logger == nil {
 		h.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	karman "github.com/karmanmq/karman/server"
 	remoting "github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,7 +37,7 @@ func startFrontend(t testing.TB) (addr string, reg *prometheus.Registry) {
 	}
 	reg = prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	stop, err := Start(context.Background(), frontend.Host{Listener: ln, Logger: log, Metrics: reg})
+	stop, err := Start(context.Background(), karman.Host{Listener: ln, Logger: log, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

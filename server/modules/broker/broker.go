@@ -11,44 +11,116 @@ import (
 	"sync"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/config"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
-	namesrvfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv"
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/protocol/remoting/broker"
 	"github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
+	karman "github.com/karmanmq/karman/server"
+	"github.com/karmanmq/karman/server/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 )
 
-// Name and DefaultAddr of the front-end.
+// ID, Name (the prefix of its flags and the name of its listener) and
+// DefaultAddr of the module.
 const (
-	Name        = "broker"
-	DefaultAddr = ":10911"
+	ID          karman.ModuleID = "frontend.remoting"
+	Name                        = "broker"
+	DefaultAddr                 = ":10911"
 )
+
+// NamesrvID is the in-process name server the broker registers with when
+// it runs and no --broker-namesrv is given: an optional dependency.
+const NamesrvID karman.ModuleID = "frontend.namesrv"
 
 // startRegisterTimeout bounds the first registration, which start-up
 // waits for so that the broker is routable once serve reports ready.
 const startRegisterTimeout = 5 * time.Second
 
-// Frontend is the broker front-end.
-var Frontend = frontend.Frontend{
-	Name:            Name,
-	DefaultAddr:     DefaultAddr,
-	Usage:           "RocketMQ remoting broker listen address",
-	Start:           Start,
-	Flags:           BindFlags,
-	MaxMessageSize:  MaxMessageSize,
-	ConfigureEngine: ConfigureEngine,
+// Info describes the module.
+var Info = karman.ModuleInfo{
+	ID:             ID,
+	New:            func() karman.Module { return New() },
+	Name:           Name,
+	DefaultAddr:    DefaultAddr,
+	Usage:          "RocketMQ remoting broker listen address",
+	MaxMessageSize: MaxMessageSize,
+	Deps:           []karman.Dependency{{ID: NamesrvID, Optional: true}},
 }
 
 // MaxMessageSize is the largest body a remoting frame carries: the frame
 // limit less room for the header, whose properties may take 32 KiB.
 const MaxMessageSize = wire.DefaultMaxFrameSize - 64<<10
 
-func init() { frontend.Register(Frontend) }
+func init() { karman.RegisterModule(Info) }
+
+// Interface guards: the life-cycle steps the broker takes part in.
+var (
+	_ karman.FlagBinder       = (*Module)(nil)
+	_ karman.Validator        = (*Module)(nil)
+	_ karman.EngineConfigurer = (*Module)(nil)
+	_ karman.Starter          = (*Module)(nil)
+	_ karman.Stopper          = (*Module)(nil)
+)
+
+// Module is the broker module: its settings, then, once started, what
+// Stop ends.
+type Module struct {
+	Config Config
+	stop   func(context.Context) error
+}
+
+// New returns a broker module with the default settings.
+func New() *Module {
+	return &Module{Config: Config{
+		BrokerName:       broker.DefaultBrokerName,
+		ClusterName:      broker.DefaultClusterName,
+		MaxInflightBytes: server.DefaultMaxInflightBytes,
+	}}
+}
+
+// KarmanModule implements karman.Module.
+func (*Module) KarmanModule() karman.ModuleInfo { return Info }
+
+// BindFlags adds the broker's flags to fs.
+func (m *Module) BindFlags(fs *pflag.FlagSet) { bindFlags(fs, &m.Config) }
+
+// Validate checks the settings the flags cannot.
+func (m *Module) Validate() error {
+	if m.Config.MaxInflightBytes != 0 && m.Config.MaxInflightBytes < wire.DefaultMaxFrameSize {
+		return fmt.Errorf("broker: --%s-max-inflight-bytes %s is below the largest frame, %s", Name, m.Config.MaxInflightBytes, config.ByteSize(wire.DefaultMaxFrameSize))
+	}
+	if m.Config.AdvertiseAddr != "" {
+		if _, err := Advertise(nil, m.Config.AdvertiseAddr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ConfigureEngine makes the engine write the broker's advertised address
+// into stored messages and offset message ids, which clients decode to
+// find the broker again.
+func (m *Module) ConfigureEngine(o *engine.Options, addrs map[string]net.Addr) error {
+	return ConfigureEngine(o, addrs[Name], &m.Config)
+}
+
+// Start serves the broker on h.Listener and registers it with the name
+// servers.
+func (m *Module) Start(ctx context.Context, h karman.Host) error {
+	stop, err := Start(ctx, h, &m.Config)
+	m.stop = stop
+	return err
+}
+
+// Stop stops serving and deregisters from the name servers.
+func (m *Module) Stop(ctx context.Context) error {
+	if m.stop == nil {
+		return nil
+	}
+	return m.stop(ctx)
+}
 
 // Config holds the broker's own settings.
 type Config struct {
@@ -66,10 +138,8 @@ type Config struct {
 	MaxInflightBytes config.ByteSize
 }
 
-// BindFlags adds the broker's flags to fs and returns the Config they
-// fill.
-func BindFlags(fs *pflag.FlagSet) any {
-	c := &Config{}
+// bindFlags adds the broker's flags to fs, filling c.
+func bindFlags(fs *pflag.FlagSet, c *Config) {
 	fs.StringVar(&c.AdvertiseAddr, Name+"-advertise-addr", "", "IPv4 ip:port clients dial to reach the broker (default: derived from --broker-addr)")
 	fs.Var(listValue{&c.NameServers}, Name+"-namesrv", "name servers to register with, ip:port separated by commas (default: the name server of this process)")
 	fs.StringVar(&c.BrokerName, Name+"-name", broker.DefaultBrokerName, "broker name")
@@ -78,14 +148,12 @@ func BindFlags(fs *pflag.FlagSet) any {
 	fs.Var(&c.MaxInflightBytes, Name+"-max-inflight-bytes",
 		"memory for requests read and not yet handled, across all connections; a client finding it spent is read no further until there is room (at least "+
 			config.ByteSize(wire.DefaultMaxFrameSize).String()+", the largest frame)")
-	return c
 }
 
 // ConfigureEngine makes the engine write the broker's advertised address
 // into stored messages and offset message ids, which clients decode to
 // find the broker again.
-func ConfigureEngine(o *engine.Options, addr net.Addr, config any) error {
-	cfg, _ := config.(*Config)
+func ConfigureEngine(o *engine.Options, addr net.Addr, cfg *Config) error {
 	if cfg == nil {
 		cfg = &Config{}
 	}
@@ -97,10 +165,9 @@ func ConfigureEngine(o *engine.Options, addr net.Addr, config any) error {
 	return nil
 }
 
-// Start serves the broker on h.Listener and registers it with the name
-// servers.
-func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) error, err error) {
-	cfg, _ := h.Config.(*Config)
+// Start serves the broker on h.Listener with the settings of cfg and
+// registers it with the name servers; stop undoes it.
+func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.Context) error, err error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
@@ -116,7 +183,7 @@ func Start(ctx context.Context, h frontend.Host) (stop func(context.Context) err
 	}
 	nameServers := cfg.NameServers
 	if len(nameServers) == 0 {
-		if a, ok := h.Addrs[namesrvfe.Name]; ok {
+		if a, ok := h.Addrs[namesrvName]; ok {
 			nameServers = []string{dialable(a)}
 		}
 	}
@@ -218,6 +285,9 @@ func registerMetrics(r prometheus.Registerer, b *broker.Broker) error {
 	}
 	return nil
 }
+
+// namesrvName is the listener name of the in-process name server.
+const namesrvName = "namesrv"
 
 // listValue is a flag holding a list of addresses separated by commas or
 // semicolons.

@@ -1,4 +1,4 @@
-package serve
+package server
 
 import (
 	"net/http"
@@ -8,16 +8,16 @@ import (
 
 func TestHealthz(t *testing.T) {
 	for _, tc := range []struct {
-		state int32
+		state State
 		code  int
 		body  string
 	}{
-		{starting, http.StatusServiceUnavailable, `{"status":"starting"}` + "\n"},
-		{ready, http.StatusOK, `{"status":"ok"}` + "\n"},
-		{stopping, http.StatusServiceUnavailable, `{"status":"stopping"}` + "\n"},
+		{Starting, http.StatusServiceUnavailable, `{"status":"starting"}` + "\n"},
+		{Ready, http.StatusOK, `{"status":"ok"}` + "\n"},
+		{Stopping, http.StatusServiceUnavailable, `{"status":"stopping"}` + "\n"},
 	} {
-		s := &server{}
-		s.state.Store(tc.state)
+		s := &Server{}
+		s.state.Store(int32(tc.state))
 		w := httptest.NewRecorder()
 		s.healthz(w, httptest.NewRequest("GET", "/healthz", nil))
 		if w.Code != tc.code || w.Body.String() != tc.body {

@@ -1,4 +1,4 @@
-package serve
+package server
 
 import (
 	"encoding/json"
@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/metrics"
+	"github.com/karmanmq/karman/server/metrics"
 	"github.com/karmanmq/karman/engine"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // httpServer returns the server for /healthz and /metrics.
-func (s *server) httpServer(ms *metrics.Set) *http.Server {
+func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(ms.Registry, promhttp.HandlerOpts{
@@ -45,12 +45,12 @@ type health struct {
 // disk takes writes, 503 otherwise: while starting or stopping, and while
 // the engine refuses writes because its disk is full or failed, with the
 // reason.
-func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	h := health{Status: "stopping"}
-	switch s.state.Load() {
-	case ready:
+	switch s.State() {
+	case Ready:
 		h.Status = "ok"
 		s.mu.RLock()
 		if s.eng != nil {
@@ -68,7 +68,7 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 			}
 		}
 		s.mu.RUnlock()
-	case starting:
+	case Starting:
 		h.Status = "starting"
 	}
 	if h.Status != "ok" {
