@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/karmanmq/karman/server/metrics"
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/server/metrics"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 

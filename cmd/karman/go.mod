@@ -8,6 +8,7 @@ require (
 	github.com/karmanmq/karman/cluster v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/engine v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/protocol/remoting v0.0.0-00010101000000-000000000000
+	github.com/karmanmq/karman/server v0.0.0-00010101000000-000000000000
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/client_golang v1.25.0
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -96,6 +97,7 @@ replace (
 	github.com/karmanmq/karman/engine => ../../engine
 	github.com/karmanmq/karman/filter => ../../filter
 	github.com/karmanmq/karman/protocol/remoting => ../../protocol/remoting
+	github.com/karmanmq/karman/server => ../../server
 )
 
 replace github.com/karmanmq/karman/protocol/grpc => ../../protocol/grpc

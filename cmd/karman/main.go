@@ -1,11 +1,15 @@
 // Command karman is a RocketMQ-compatible messaging and streaming engine
 // in one binary. Run "karman serve" to start a server, "karman --help" for
 // every command.
+//
+// It is the command line of package karmancmd with the standard set of
+// server modules; a custom binary imports karmancmd and the modules it
+// wants instead.
 package main
 
-import "github.com/karmanmq/karman/cmd/karman/internal/cli"
-import _ "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv" // front-end "namesrv"
-import _ "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"  // front-end "broker"
-import _ "github.com/karmanmq/karman/cmd/karman/internal/frontends/grpc"    // front-end "grpc"
+import (
+	karmancmd "github.com/karmanmq/karman/cmd/karman/karmancmd"
+	_ "github.com/karmanmq/karman/server/modules/standard"
+)
 
-func main() { cli.Main() }
+func main() { karmancmd.Main() }

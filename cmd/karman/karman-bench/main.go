@@ -8,8 +8,6 @@
 package main
 
 import "github.com/karmanmq/karman/cmd/karman/internal/protobench"
-import _ "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv" // front-end "namesrv"
-import _ "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"  // front-end "broker"
-import _ "github.com/karmanmq/karman/cmd/karman/internal/frontends/grpc"    // front-end "grpc"
+import _ "github.com/karmanmq/karman/server/modules/standard" // the in-process server's modules
 
 func main() { protobench.Main() }

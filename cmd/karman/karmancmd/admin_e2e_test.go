@@ -1,4 +1,4 @@
-package cli
+package karmancmd
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/admin"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
-	_ "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker" // the broker and the name server
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/peer"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
+	"github.com/karmanmq/karman/server"
+	_ "github.com/karmanmq/karman/server/modules/broker"  // the broker
+	_ "github.com/karmanmq/karman/server/modules/namesrv" // the name server
 )
 
 // adminJSON runs "karman admin --namesrv ns --json args..." and decodes
@@ -49,7 +50,7 @@ func TestAdminEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server")
 	}
-	r := startServe(t, frontend.Default, "--data", t.TempDir(), "--segment-size", "64MiB",
+	r := startServe(t, server.Default, "--data", t.TempDir(), "--segment-size", "64MiB",
 		"--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--log-level", "error")
 	ns, brokerAddr := r.addrs["namesrv"], r.addrs["broker"]
 	if ns == "" || brokerAddr == "" {

@@ -1,4 +1,4 @@
-package cli
+package karmancmd
 
 import (
 	"bytes"
@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/admin"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	"github.com/karmanmq/karman/server"
 )
 
 // runAdmin runs "karman admin args..." in-process and returns its
 // standard output, standard error and error.
 func runAdmin(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	root := New(&frontend.Registry{})
+	root := New(&server.Registry{})
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)

@@ -1,4 +1,4 @@
-package cli
+package karmancmd
 
 import (
 	"log/slog"
@@ -7,9 +7,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/config"
 	"github.com/karmanmq/karman/cmd/karman/internal/enginebench"
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/server/config"
 	"github.com/spf13/cobra"
 )
 

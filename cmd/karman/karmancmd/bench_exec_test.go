@@ -1,4 +1,4 @@
-package cli
+package karmancmd
 
 import (
 	"bytes"
@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	"github.com/karmanmq/karman/server"
 )
 
 // runRoot runs "karman <args>" in this process and returns standard
 // output.
 func runRoot(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := New(&frontend.Registry{})
+	root := New(&server.Registry{})
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)

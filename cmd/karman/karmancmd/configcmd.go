@@ -1,25 +1,27 @@
-package cli
+package karmancmd
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/config"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	"github.com/karmanmq/karman/server"
+	"github.com/karmanmq/karman/server/config"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-func newConfigCmd(reg *frontend.Registry) *cobra.Command {
+func newConfigCmd(reg *server.Registry) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Inspect the server configuration",
 		Args:  cobra.NoArgs,
 	}
 
-	var cfg config.Config
-	fs := sortedFlags(pflag.NewFlagSet("config", pflag.ContinueOnError))
-	cfg.Bind(fs, reg.All())
+	opts, optsErr := reg.NewOptions()
+	fs := pflag.NewFlagSet("config", pflag.ContinueOnError)
+	if optsErr == nil {
+		fs = opts.Flags
+	}
 	var format string
 	print := &cobra.Command{
 		Use:   "print [serve flags]",
@@ -29,6 +31,9 @@ and environment: defaults, overridden by KARMAN_<FLAG> environment
 variables, overridden by flags. The configuration is checked first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if optsErr != nil {
+				return optsErr
+			}
 			warnings, err := config.ApplyEnv(fs, os.Environ())
 			if err != nil {
 				return err
@@ -36,7 +41,7 @@ variables, overridden by flags. The configuration is checked first.`,
 			for _, w := range warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "karman: warning:", w)
 			}
-			if err := cfg.Validate(); err != nil {
+			if _, err := server.New(*opts); err != nil { // validates, binds nothing
 				return err
 			}
 			return config.Print(cmd.OutOrStdout(), fs, format)

@@ -1,4 +1,4 @@
-package cli
+package karmancmd
 
 import (
 	"context"
@@ -11,26 +11,29 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/config"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	"github.com/karmanmq/karman/server"
+	"github.com/karmanmq/karman/server/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 )
 
-// namesrvFrontend is the registered front-end "karman namesrv" runs.
-const namesrvFrontend = "namesrv"
+// namesrvModule is the registered module "karman namesrv" runs, and
+// namesrvFrontend its listener name.
+const (
+	namesrvModule   server.ModuleID = "frontend.namesrv"
+	namesrvFrontend                 = "namesrv"
+)
 
-func newNamesrvCmd(reg *frontend.Registry) *cobra.Command {
+func newNamesrvCmd(reg *server.Registry) *cobra.Command {
 	var (
 		addr            string
 		level           slog.Level
 		shutdownTimeout time.Duration
 	)
 	defAddr := ":9876"
-	for _, f := range reg.All() {
-		if f.Name == namesrvFrontend {
-			defAddr = f.DefaultAddr
-		}
+	mi, haveNamesrv := reg.Lookup(namesrvModule)
+	if haveNamesrv && mi.DefaultAddr != "" {
+		defAddr = mi.DefaultAddr
 	}
 	cmd := &cobra.Command{
 		Use:   "namesrv",
@@ -44,14 +47,13 @@ The bound address is printed as "karman: namesrv listening on <addr>", then
 "karman: ready". SIGINT or SIGTERM shuts it down gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var fe *frontend.Frontend
-			for _, f := range reg.All() {
-				if f.Name == namesrvFrontend {
-					fe = &f
-				}
+			if !haveNamesrv {
+				return errors.New("namesrv: this karman binary was built without the name server (module " + string(namesrvModule) + ")")
 			}
-			if fe == nil {
-				return errors.New("namesrv: this karman binary was built without the name server")
+			m := mi.New()
+			st, ok := m.(server.Starter)
+			if !ok {
+				return fmt.Errorf("namesrv: module %s has no Start method", namesrvModule)
 			}
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				return fmt.Errorf("namesrv: --addr %q: want host:port or :port: %w", addr, err)
@@ -65,14 +67,14 @@ The bound address is printed as "karman: namesrv listening on <addr>", then
 				<-ctx.Done()
 				stop() // a second signal gets the default action
 			}()
-			log := newLogger(cmd.ErrOrStderr(), level).With("frontend", namesrvFrontend)
+			log := newLogger(cmd.ErrOrStderr(), level).With("module", namesrvFrontend)
 
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("namesrv: listen: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "karman: %s listening on %s\n", namesrvFrontend, ln.Addr())
-			stopFE, err := fe.Start(ctx, frontend.Host{
+			err = st.Start(ctx, server.Host{
 				Listener: ln,
 				Logger:   log,
 				Metrics:  prometheus.NewRegistry(), // not served: there is no HTTP endpoint
@@ -89,8 +91,8 @@ The bound address is printed as "karman: namesrv listening on <addr>", then
 			log.Info("shutting down", "cause", context.Cause(ctx))
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 			defer cancel()
-			if stopFE != nil {
-				if err := stopFE(sctx); err != nil {
+			if sp, ok := m.(server.Stopper); ok {
+				if err := sp.Stop(sctx); err != nil {
 					return fmt.Errorf("namesrv: stop: %w", err)
 				}
 			}

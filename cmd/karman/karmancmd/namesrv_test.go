@@ -1,15 +1,15 @@
-package cli
+package karmancmd
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	"github.com/karmanmq/karman/server"
 )
 
 func TestNamesrvNotCompiledIn(t *testing.T) {
-	root := New(&frontend.Registry{})
+	root := New(&server.Registry{})
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)

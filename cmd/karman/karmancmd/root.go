@@ -1,4 +1,4 @@
-package cli
+package karmancmd
 
 import (
 	"context"
@@ -7,22 +7,23 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	"github.com/karmanmq/karman/server"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// Main runs the command line with the default front-end registry and exits
-// the process: 0 on success, 1 on any error (cobra prints it).
+// Main runs the command line with the modules registered with
+// server.Default and exits the process: 0 on success, 1 on any error
+// (cobra prints it).
 func Main() {
-	if err := New(frontend.Default).ExecuteContext(context.Background()); err != nil {
+	if err := New(server.Default).ExecuteContext(context.Background()); err != nil {
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-// New returns the root command; serve offers the front-ends of reg.
-func New(reg *frontend.Registry) *cobra.Command {
+// New returns the root command; serve runs the modules of reg.
+func New(reg *server.Registry) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "karman",
 		Short: "Karman is a RocketMQ-compatible messaging and streaming engine",
@@ -45,6 +46,7 @@ of serve can also be set with an environment variable KARMAN_<FLAG>
 		newAdminCmd(),
 		newBenchCmd(),
 		newVersionCmd(),
+		newListModulesCmd(reg),
 	)
 	return root
 }

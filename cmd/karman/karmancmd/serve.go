@@ -1,29 +1,30 @@
-package cli
+package karmancmd
 
 import (
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/config"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
-	"github.com/karmanmq/karman/cmd/karman/internal/serve"
+	"github.com/karmanmq/karman/server"
+	"github.com/karmanmq/karman/server/config"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-func newServeCmd(reg *frontend.Registry) *cobra.Command {
-	var cfg config.Config
-	fronts := reg.All()
-	fs := sortedFlags(pflag.NewFlagSet("serve", pflag.ContinueOnError))
-	cfg.Bind(fs, fronts)
+func newServeCmd(reg *server.Registry) *cobra.Command {
+	opts, optsErr := reg.NewOptions()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	if optsErr == nil {
+		fs = opts.Flags
+	}
 
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the engine with its HTTP endpoint and protocol front-ends",
 		Long: `Run a karman server: the engine with its data in --data, an HTTP endpoint
-serving /healthz and /metrics, and every protocol front-end compiled in
-(each with its --<name>-addr flag; "off" disables a listener).
+serving /healthz and /metrics, and every module compiled in (see
+"karman list-modules"): each protocol front-end has its --<name>-addr
+flag; "off" disables it.
 
 Each flag can also be set with KARMAN_<FLAG>, for example KARMAN_DATA or
 KARMAN_HTTP_ADDR; flags win over the environment. Bound addresses are
@@ -32,11 +33,14 @@ SIGINT or SIGTERM shuts the server down gracefully; a second signal
 stops it at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if optsErr != nil {
+				return optsErr
+			}
 			warnings, err := config.ApplyEnv(fs, os.Environ())
 			if err != nil {
 				return err
 			}
-			logger := newLogger(cmd.ErrOrStderr(), cfg.LogLevel)
+			logger := newLogger(cmd.ErrOrStderr(), opts.Config.LogLevel)
 			for _, w := range warnings {
 				logger.Warn(w)
 			}
@@ -46,13 +50,10 @@ stops it at once.`,
 				<-ctx.Done()
 				stop() // a second signal gets the default action
 			}()
-			return serve.Run(ctx, serve.Options{
-				Config:    &cfg,
-				Frontends: fronts,
-				Version:   Version(),
-				Logger:    logger,
-				Announce:  cmd.OutOrStdout(),
-			})
+			opts.Version = Version()
+			opts.Logger = logger
+			opts.Announce = cmd.OutOrStdout()
+			return server.Run(ctx, *opts)
 		},
 	}
 	cmd.Flags().AddFlagSet(fs)

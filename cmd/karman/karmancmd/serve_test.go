@@ -1,4 +1,4 @@
-package cli
+package karmancmd
 
 import (
 	"bufio"
@@ -13,16 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/server"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// echo is a test double for a protocol front-end: it echoes every byte
-// back and records how serve drove it.
+// echo is a test double for a protocol front-end module: it echoes every
+// byte back and records how serve drove it.
 type echo struct {
+	info     server.ModuleInfo
 	mu       sync.Mutex
-	host     frontend.Host
+	host     server.Host
 	started  int
 	stopped  int
 	deadline bool
@@ -30,9 +31,23 @@ type echo struct {
 	failWith error
 }
 
-func (e *echo) start(_ context.Context, h frontend.Host) (func(context.Context) error, error) {
+var (
+	_ server.Starter = (*echo)(nil)
+	_ server.Stopper = (*echo)(nil)
+)
+
+func (e *echo) KarmanModule() server.ModuleInfo { return e.info }
+
+// register adds e to reg as module test.<name> listening on addr.
+func (e *echo) register(reg *server.Registry, name, addr string) {
+	e.info = server.ModuleInfo{ID: server.ModuleID("test." + name), Name: name, DefaultAddr: addr,
+		Usage: name + " test listen address", New: func() server.Module { return e }}
+	reg.Register(e.info)
+}
+
+func (e *echo) Start(_ context.Context, h server.Host) error {
 	if e.failWith != nil {
-		return nil, e.failWith
+		return e.failWith
 	}
 	e.mu.Lock()
 	e.host = h
@@ -53,16 +68,19 @@ func (e *echo) start(_ context.Context, h frontend.Host) (func(context.Context) 
 			})
 		}
 	})
-	return func(ctx context.Context) error {
-		_, ok := ctx.Deadline()
-		e.mu.Lock()
-		e.stopped++
-		e.deadline = ok
-		e.mu.Unlock()
-		err := h.Listener.Close()
-		e.wg.Wait()
-		return err
-	}, nil
+	return nil
+}
+
+func (e *echo) Stop(ctx context.Context) error {
+	_, ok := ctx.Deadline()
+	e.mu.Lock()
+	e.stopped++
+	e.deadline = ok
+	h := e.host
+	e.mu.Unlock()
+	err := h.Listener.Close()
+	e.wg.Wait()
+	return err
 }
 
 // running is a serve command started in-process.
@@ -75,7 +93,7 @@ type running struct {
 
 // startServe runs "karman serve args..." with reg until it announces it is
 // ready, and returns the bound addresses it announced.
-func startServe(t *testing.T, reg *frontend.Registry, args ...string) *running {
+func startServe(t *testing.T, reg *server.Registry, args ...string) *running {
 	t.Helper()
 	root := New(reg)
 	pr, pw := io.Pipe()
@@ -158,8 +176,8 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestServeStartsRegisteredFrontend(t *testing.T) {
 	fake := &echo{}
-	reg := &frontend.Registry{}
-	reg.Register(frontend.Frontend{Name: "echo", DefaultAddr: ":0", Usage: "echo test listen address", Start: fake.start})
+	reg := &server.Registry{}
+	fake.register(reg, "echo", ":0")
 
 	var help strings.Builder
 	root := New(reg)
@@ -226,8 +244,8 @@ func TestServeStartsRegisteredFrontend(t *testing.T) {
 
 func TestServeFrontendOff(t *testing.T) {
 	fake := &echo{}
-	reg := &frontend.Registry{}
-	reg.Register(frontend.Frontend{Name: "echo", DefaultAddr: "127.0.0.1:0", Start: fake.start})
+	reg := &server.Registry{}
+	fake.register(reg, "echo", "127.0.0.1:0")
 	r := startServe(t, reg, "--data", t.TempDir(), "--http-addr", "off", "--echo-addr", "off")
 	if len(r.addrs) != 0 {
 		t.Errorf("listeners announced with every address off: %v", r.addrs)
@@ -241,8 +259,8 @@ func TestServeFrontendOff(t *testing.T) {
 }
 
 func TestServeFrontendStartFails(t *testing.T) {
-	reg := &frontend.Registry{}
-	reg.Register(frontend.Frontend{Name: "broken", DefaultAddr: "127.0.0.1:0", Start: (&echo{failWith: errors.New("no luck")}).start})
+	reg := &server.Registry{}
+	(&echo{failWith: errors.New("no luck")}).register(reg, "broken", "127.0.0.1:0")
 	data := t.TempDir()
 	root := New(reg)
 	var out, errOut strings.Builder

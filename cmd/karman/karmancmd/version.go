@@ -1,4 +1,4 @@
-package cli
+package karmancmd
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 
 // version is set at link time:
 //
-//	go build -ldflags "-X github.com/karmanmq/karman/cmd/karman/internal/cli.version=v0.1.0"
+//	go build -ldflags "-X github.com/karmanmq/karman/cmd/karman/karmancmd.version=v0.1.0"
 var version string
 
 // Version returns the build's version: the link-time version, else the

@@ -16,9 +16,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
-	karman "github.com/karmanmq/karman/server"
 	remoting "github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
+	karman "github.com/karmanmq/karman/server"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

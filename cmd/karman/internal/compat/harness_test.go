@@ -21,16 +21,12 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
-	"github.com/karmanmq/karman/cmd/karman/internal/config"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
-	_ "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"
-	_ "github.com/karmanmq/karman/cmd/karman/internal/frontends/grpc"
-	"github.com/karmanmq/karman/cmd/karman/internal/serve"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/broker"
 	"github.com/karmanmq/karman/protocol/remoting/peer"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
-	"github.com/spf13/pflag"
+	"github.com/karmanmq/karman/server"
+	_ "github.com/karmanmq/karman/server/modules/standard"
 )
 
 // offsetDirEnv is where the Go client keeps the offsets of broadcasting
@@ -112,10 +108,11 @@ var listenArgs = []string{"--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0
 // startKarman runs serve with a fresh data directory until the test ends.
 func startKarman(t *testing.T, args ...string) *karman {
 	t.Helper()
-	var cfg config.Config
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	fronts := frontend.Default.All()
-	cfg.Bind(fs, fronts)
+	opts, err := server.NewOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := opts.Flags
 	args = slices.Concat([]string{"--data", t.TempDir(), "--segment-size", "64MiB", "--log-level", "warn"}, listenArgs, args)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
@@ -126,7 +123,8 @@ func startKarman(t *testing.T, args ...string) *karman {
 	done := make(chan error, 1)
 	log := testLogger(t)
 	go func() {
-		done <- serve.Run(ctx, serve.Options{Config: &cfg, Frontends: fronts, Logger: log, Announce: pw})
+		opts.Logger, opts.Announce = log, pw
+		done <- server.Run(ctx, *opts)
 		pw.Close()
 	}()
 	k := &karman{t: t}

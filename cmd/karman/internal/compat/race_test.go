@@ -11,9 +11,8 @@ import (
 
 	// Linking what the child tests link makes a change to it a change of
 	// this test binary, which go test's result cache sees.
-	_ "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"
-	_ "github.com/karmanmq/karman/cmd/karman/internal/frontends/grpc"
-	_ "github.com/karmanmq/karman/cmd/karman/internal/serve"
+	_ "github.com/karmanmq/karman/server"
+	_ "github.com/karmanmq/karman/server/modules/standard"
 )
 
 // The Go client has data races of its own (in its shutdown and its

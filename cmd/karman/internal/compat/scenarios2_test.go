@@ -17,12 +17,12 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/karmanmq/karman/cmd/karman/internal/admin"
-	"github.com/karmanmq/karman/cmd/karman/internal/cli"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
+	karmancmd "github.com/karmanmq/karman/cmd/karman/karmancmd"
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/broker"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
+	"github.com/karmanmq/karman/server"
 )
 
 // delivery is one call of a listener for one message.
@@ -117,7 +117,7 @@ func (k *karman) ctxConsumer(group, topic string, handle func(context.Context, .
 // server and decodes its output into out.
 func (k *karman) adminCLI(out any, args ...string) {
 	k.t.Helper()
-	root := cli.New(frontend.Default)
+	root := karmancmd.New(server.Default)
 	var stdout, stderr bytes.Buffer
 	root.SetOut(&stdout)
 	root.SetErr(&stderr)

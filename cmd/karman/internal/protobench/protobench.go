@@ -22,24 +22,30 @@ import (
 	"github.com/karmanmq/karman/bench/jetstream"
 	"github.com/karmanmq/karman/bench/remoting"
 	"github.com/karmanmq/karman/bench/rocketmq"
-	"github.com/karmanmq/karman/cmd/karman/internal/cli"
-	"github.com/karmanmq/karman/cmd/karman/internal/config"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
-	"github.com/karmanmq/karman/cmd/karman/internal/serve"
+	karmancmd "github.com/karmanmq/karman/cmd/karman/karmancmd"
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/server"
+	"github.com/karmanmq/karman/server/config"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// benchFrontends returns the front-ends an in-process server of "bench
+// benchModules returns the modules an in-process server of "bench
 // produce" and "bench consume" may use: those compiled into the binary.
-var benchFrontends = func() []frontend.Frontend { return frontend.Default.All() }
+var benchModules = func() *server.Registry { return server.Default }
 
-// Front-ends the in-process server needs.
+// Listeners of the front-ends the in-process server needs.
 const (
 	benchNamesrv = "namesrv"
 	benchBroker  = "broker"
 	benchGRPC    = "grpc"
+)
+
+// Modules of those front-ends.
+const (
+	benchNamesrvID server.ModuleID = "frontend.namesrv"
+	benchBrokerID  server.ModuleID = "frontend.remoting"
+	benchGRPCID    server.ModuleID = "frontend.grpc"
 )
 
 // Main runs the command line of karman-bench and exits the process: 0 on
@@ -328,7 +334,7 @@ func flagLine(fs *pflag.FlagSet) string {
 	return strings.Join(parts, " ")
 }
 
-// benchKarman is a Karman server run in this process by serve.Run.
+// benchKarman is a Karman server run in this process by server.Run.
 type benchKarman struct {
 	nameServer string
 	grpc       string // gRPC endpoint, when started
@@ -342,15 +348,15 @@ type benchKarman struct {
 // wired as "karman serve" wires them, on loopback ports chosen at run time,
 // and returns once the server is ready.
 func startBenchKarman(ctx context.Context, data, flush string, queues int32, withGRPC bool, stderr io.Writer) (*benchKarman, error) {
-	fronts := benchFrontends()
-	have := map[string]bool{}
-	for _, f := range fronts {
-		have[f.Name] = true
+	reg := benchModules()
+	have := map[server.ModuleID]bool{}
+	for _, mi := range reg.Modules() {
+		have[mi.ID] = true
 	}
-	if !have[benchNamesrv] || !have[benchBroker] {
+	if !have[benchNamesrvID] || !have[benchBrokerID] {
 		return nil, errors.New("bench: this karman binary was built without the remoting name server and broker; pass --addr")
 	}
-	if withGRPC && !have[benchGRPC] {
+	if withGRPC && !have[benchGRPCID] {
 		return nil, errors.New("bench: this karman binary was built without the gRPC front-end; pass --addr")
 	}
 	k := &benchKarman{data: data, done: make(chan error, 1)}
@@ -362,8 +368,12 @@ func startBenchKarman(ctx context.Context, data, flush string, queues int32, wit
 		k.data, k.removeData = dir, true
 	}
 
-	var cfg config.Config
-	cfg.Bind(pflag.NewFlagSet("bench", pflag.ContinueOnError), fronts)
+	opts, err := reg.NewOptions()
+	if err != nil {
+		k.cleanup()
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	cfg := opts.Config
 	cfg.Data = k.data
 	cfg.LogLevel = slog.LevelError
 	cfg.DefaultQueues = queues
@@ -386,13 +396,10 @@ func startBenchKarman(ctx context.Context, data, flush string, queues int32, wit
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	k.cancel = cancel
 	go func() {
-		k.done <- serve.Run(sctx, serve.Options{
-			Config:    &cfg,
-			Frontends: fronts,
-			Version:   cli.Version(),
-			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})),
-			Announce:  ann,
-		})
+		opts.Version = karmancmd.Version()
+		opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+		opts.Announce = ann
+		k.done <- server.Run(sctx, *opts)
 	}()
 	prefix := "karman: " + benchNamesrv + " listening on "
 	grpcPrefix := "karman: " + benchGRPC + " listening on "
@@ -453,7 +460,7 @@ func dialableAddr(a string) string {
 	return a
 }
 
-// announcements collects the lines serve.Run announces.
+// announcements collects the lines server.Run announces.
 type announcements struct {
 	mu    sync.Mutex
 	buf   []byte

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/karmanmq/karman/bench"
-	"github.com/karmanmq/karman/cmd/karman/internal/frontend"
-	brokerfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/broker"
-	grpcfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/grpc"
-	namesrvfe "github.com/karmanmq/karman/cmd/karman/internal/frontends/namesrv"
+	"github.com/karmanmq/karman/server"
+	brokerfe "github.com/karmanmq/karman/server/modules/broker"
+	grpcfe "github.com/karmanmq/karman/server/modules/grpc"
+	namesrvfe "github.com/karmanmq/karman/server/modules/namesrv"
 )
 
 // runBench runs "karman-bench <args>" and returns standard output.
@@ -29,10 +29,19 @@ func runBench(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// useModules makes the in-process server of the test offer only infos.
+func useModules(t *testing.T, infos ...server.ModuleInfo) {
+	reg := &server.Registry{}
+	for _, mi := range infos {
+		reg.Register(mi)
+	}
+	old := benchModules
+	benchModules = func() *server.Registry { return reg }
+	t.Cleanup(func() { benchModules = old })
+}
+
 func TestBenchProtocolInProcess(t *testing.T) {
-	old := benchFrontends
-	benchFrontends = func() []frontend.Frontend { return []frontend.Frontend{namesrvfe.Frontend, brokerfe.Frontend} }
-	t.Cleanup(func() { benchFrontends = old })
+	useModules(t, namesrvfe.Info, brokerfe.Info)
 
 	for _, tc := range []struct {
 		args   []string
@@ -72,11 +81,7 @@ func TestBenchProtocolInProcess(t *testing.T) {
 // TestBenchProtocolGRPC runs both protocols against one in-process Karman,
 // as the comparison of the two is measured.
 func TestBenchProtocolGRPC(t *testing.T) {
-	old := benchFrontends
-	benchFrontends = func() []frontend.Frontend {
-		return []frontend.Frontend{namesrvfe.Frontend, brokerfe.Frontend, grpcfe.Frontend}
-	}
-	t.Cleanup(func() { benchFrontends = old })
+	useModules(t, namesrvfe.Info, brokerfe.Info, grpcfe.Info)
 
 	for _, tc := range []struct {
 		args  []string
@@ -117,9 +122,7 @@ func TestBenchProtocolGRPC(t *testing.T) {
 }
 
 func TestBenchProtocolTable(t *testing.T) {
-	old := benchFrontends
-	benchFrontends = func() []frontend.Frontend { return []frontend.Frontend{namesrvfe.Frontend, brokerfe.Frontend} }
-	t.Cleanup(func() { benchFrontends = old })
+	useModules(t, namesrvfe.Info, brokerfe.Info)
 	out, err := runBench(t, "produce", "--count", "50", "--size", "64")
 	if err != nil {
 		t.Fatal(err)
@@ -147,9 +150,7 @@ func TestBenchProtocolFlags(t *testing.T) {
 		}
 	}
 	// Without the front-ends compiled in, only --addr works.
-	old := benchFrontends
-	benchFrontends = func() []frontend.Frontend { return nil }
-	t.Cleanup(func() { benchFrontends = old })
+	useModules(t)
 	if _, err := runBench(t, "produce", "--count", "1"); err == nil || !strings.Contains(err.Error(), "--addr") {
 		t.Errorf("no front-ends: %v", err)
 	}
