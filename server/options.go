@@ -52,9 +52,15 @@ func (r *Registry) NewOptions(ids ...ModuleID) (*Options, error) {
 	cfg := &config.Config{}
 	fs := pflag.NewFlagSet("karman", pflag.ContinueOnError)
 	fs.SortFlags = false
-	cfg.Bind(fs, nil)
+	cfg.BindServer(fs)
+	// The engine's flags follow the modules' in --help, as the server's
+	// precede them, but are claimed first.
+	engineFlags := pflag.NewFlagSet("engine", pflag.ContinueOnError)
+	engineFlags.SortFlags = false
+	cfg.BindEngine(engineFlags)
 	owner := map[string]string{}
 	fs.VisitAll(func(f *pflag.Flag) { owner[f.Name] = "the server" })
+	engineFlags.VisitAll(func(f *pflag.Flag) { owner[f.Name] = "the server" })
 
 	o := &Options{Config: cfg, Flags: fs}
 	for _, mi := range infos {
@@ -67,6 +73,7 @@ func (r *Registry) NewOptions(ids ...ModuleID) (*Options, error) {
 		}
 		o.Modules = append(o.Modules, m)
 	}
+	fs.AddFlagSet(engineFlags)
 	return o, nil
 }
 

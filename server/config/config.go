@@ -79,17 +79,28 @@ type Listener struct {
 }
 
 // Bind registers the configuration's flags on fs, one --<name>-addr flag
-// per listener, and fills c with the defaults.
+// per listener, and fills c with the defaults: BindServer, AddListener
+// for each listener, then BindEngine.
 func (c *Config) Bind(fs *pflag.FlagSet, listeners []Listener) {
+	c.BindServer(fs)
+	for _, l := range listeners {
+		c.AddListener(fs, l)
+	}
+	c.BindEngine(fs)
+}
+
+// BindServer registers the flags of the server itself (--data,
+// --log-level, --shutdown-timeout, --http-addr) on fs.
+func (c *Config) BindServer(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Data, "data", DefaultData, "data directory")
 	fs.Var(levelValue{&c.LogLevel}, "log-level", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "time allowed for a graceful shutdown")
 
 	c.bindAddr(fs, HTTP, DefaultHTTPAddr, "HTTP listen address for /healthz and /metrics")
-	for _, l := range listeners {
-		c.AddListener(fs, l)
-	}
+}
 
+// BindEngine registers the flags of the engine's options on fs.
+func (c *Config) BindEngine(fs *pflag.FlagSet) {
 	c.Flush = engine.FlushAsync
 	fs.Var(flushValue{&c.Flush}, "flush", "flush policy: async (acknowledge once in the mapped log) or sync (acknowledge once on disk)")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", engine.DefaultFlushInterval, "how often async flush writes to disk")

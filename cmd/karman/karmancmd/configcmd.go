@@ -50,6 +50,7 @@ variables, overridden by flags. The configuration is checked first.`,
 	print.Flags().StringVar(&format, "format", "json", "output format: json or kv (name=value lines)")
 	print.Flags().AddFlagSet(fs)
 	print.Flags().SortFlags = false
+	refuseBrokenModules(print, optsErr)
 	cmd.AddCommand(print)
 	return cmd
 }

@@ -58,5 +58,19 @@ stops it at once.`,
 	}
 	cmd.Flags().AddFlagSet(fs)
 	cmd.Flags().SortFlags = false
+	refuseBrokenModules(cmd, optsErr)
 	return cmd
+}
+
+// refuseBrokenModules makes cmd fail with err, whatever its arguments,
+// when the modules could not be set up (an unknown id, a missing
+// dependency, a flag claimed twice): their flags are not bound, so parsing
+// the command line would only hide err behind "unknown flag".
+func refuseBrokenModules(cmd *cobra.Command, err error) {
+	if err == nil {
+		return
+	}
+	cmd.DisableFlagParsing = true
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(*cobra.Command, []string) error { return err }
 }
