@@ -18,7 +18,7 @@ import (
 var info = server.ModuleInfo{
 	ID:          "frontend.echo",
 	DefaultAddr: "127.0.0.1:7007",
-	Usage:       `echo listen address; "off" disables it`,
+	Usage:       "echo listen address",
 	New:         func() server.Module { return &Module{conns: map[net.Conn]struct{}{}} },
 }
 
