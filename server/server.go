@@ -44,7 +44,8 @@ func (s State) String() string {
 }
 
 // Server is an engine with the HTTP endpoint and the modules of one set of
-// Options. Start, Stop and the accessors are safe for concurrent use.
+// Options. Start, Stop and the accessors are safe for concurrent use; Stop
+// waits for a Start in progress (cancel Start's context to cut it short).
 type Server struct {
 	o     Options
 	log   *slog.Logger
@@ -55,6 +56,7 @@ type Server struct {
 	mu  sync.RWMutex // guards eng against Close while metrics read it
 	eng *engine.Engine
 
+	life      sync.Mutex // held by Start and Stop
 	startOnce sync.Once
 	stopOnce  sync.Once
 	startErr  error
@@ -68,7 +70,7 @@ type Server struct {
 	started []Module
 }
 
-// module pairs ModuleInfo with its instance.
+// info returns the ModuleInfo of m.
 func info(m Module) ModuleInfo { return m.KarmanModule() }
 
 // New checks o and returns a server ready to Start. The configuration is
@@ -179,6 +181,8 @@ func (s *Server) Run(ctx context.Context) error {
 // Stop to release what was acquired. Start runs once; later calls return
 // the first one's result.
 func (s *Server) Start(ctx context.Context) error {
+	s.life.Lock()
+	defer s.life.Unlock()
 	s.startOnce.Do(func() { s.startErr = s.start(ctx) })
 	return s.startErr
 }
@@ -271,6 +275,8 @@ func (s *Server) start(ctx context.Context) error {
 // shuts down, each step bounded by ctx. It returns the errors of the
 // steps; Stop runs once, later calls return the first one's result.
 func (s *Server) Stop(ctx context.Context) error {
+	s.life.Lock()
+	defer s.life.Unlock()
 	s.stopOnce.Do(func() { s.stopErr = s.stop(ctx) })
 	return s.stopErr
 }

@@ -1,8 +1,9 @@
-// Package broker wires the RocketMQ remoting broker into the karman
-// binary: the broker request processors of protocol/remoting/broker on the
-// engine, served on --broker-addr (default ":10911"), and registered with
-// the name servers by a namesrv.Registrar. Importing it (blank) registers
-// the front-end "broker" with the default registry.
+// Package broker is the server module frontend.remoting: the RocketMQ
+// remoting broker, the request processors of protocol/remoting/broker on
+// the engine, served on --broker-addr (default ":10911"), and registered
+// with the name servers by a namesrv.Registrar. Importing it (blank)
+// registers the module with server.Default; its flags and listener are
+// named "broker".
 //
 // Flags (also KARMAN_BROKER_* variables):
 //
@@ -32,8 +33,8 @@
 // retry and dead-letter topics of consumer groups and, with
 // --auto-create-topics, the auto-create template TBW102 (perm 7), so
 // producers of unknown topics find a route.
-// The in-process name server starts before the broker: this package
-// imports it.
+// The in-process name server (frontend.namesrv), when it runs, starts
+// before the broker: the broker declares it an optional dependency.
 //
 // It exports karman_broker_held_pulls and karman_broker_flow_control
 // gauges.

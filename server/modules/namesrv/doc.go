@@ -1,8 +1,8 @@
-// Package namesrv wires the RocketMQ name server into the karman binary:
-// the route table of the cluster module served by the remoting
-// name-server processors. Importing it (blank) registers the front-end
-// "namesrv" with the default registry, listening on --namesrv-addr
-// (default ":9876"); "karman namesrv" runs the same front-end alone.
+// Package namesrv is the server module frontend.namesrv: the RocketMQ name
+// server, the route table of the cluster module served by the remoting
+// name-server processors. Importing it (blank) registers the module with
+// server.Default, listening on --namesrv-addr (default ":9876"); "karman
+// namesrv" runs the same module alone.
 //
 // The name server needs no engine: it keeps routes and KV configuration
 // in memory and rebuilds them from broker registrations after a restart,

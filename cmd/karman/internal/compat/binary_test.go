@@ -103,6 +103,7 @@ func startBinary(t *testing.T, args ...string) *karmanProcess {
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
+		cmd.Wait() // gone, its files closed, before earlier clean-ups (an unmount) run; an error if stop waited already
 		cancel()
 	})
 	started := p.readAnnouncements(stdout)

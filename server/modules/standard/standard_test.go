@@ -1,0 +1,36 @@
+package standard_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/karmanmq/karman/server"
+	_ "github.com/karmanmq/karman/server/modules/standard"
+)
+
+// TestStartOrder checks that the standard set resolves to the name
+// server, then the broker that registers with it, then gRPC, by their
+// declared dependencies.
+func TestStartOrder(t *testing.T) {
+	infos, err := server.Default.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, mi := range infos {
+		ids = append(ids, string(mi.ID))
+	}
+	if got, want := strings.Join(ids, " "), "frontend.namesrv frontend.remoting frontend.grpc"; got != want {
+		t.Errorf("start order %q, want %q", got, want)
+	}
+	o, err := server.NewOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"namesrv-addr", "broker-addr", "broker-advertise-addr", "broker-namesrv", "broker-name",
+		"broker-cluster", "broker-max-inflight-bytes", "grpc-addr", "grpc-advertise-addr", "grpc-tls-cert", "grpc-tls-key"} {
+		if o.Flags.Lookup(flag) == nil {
+			t.Errorf("no --%s", flag)
+		}
+	}
+}
