@@ -18,9 +18,15 @@ import (
 	"github.com/karmanmq/karman/server"
 )
 
+// buildGOFLAGS is added to GOFLAGS for the builds of the tests.
+var buildGOFLAGS string
+
 // runBuild runs "karman build args..." in this process.
 func runBuild(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	if buildGOFLAGS != "" {
+		t.Setenv("GOFLAGS", strings.TrimSpace(os.Getenv("GOFLAGS")+" "+buildGOFLAGS))
+	}
 	root := New(&server.Registry{})
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
@@ -145,6 +151,10 @@ func TestBuildWithoutGRPC(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "github.com/karmanmq/karman/server") {
 		t.Fatalf("go version -m lists no karman module:\n%s", out)
+	}
+	// GOFLAGS reaches the go command.
+	if strings.Contains(buildGOFLAGS, "-race") != strings.Contains(string(out), "\tbuild\t-race=true\n") {
+		t.Errorf("GOFLAGS %q, the binary's build settings:\n%s", buildGOFLAGS, out)
 	}
 	for _, mod := range []string{"google.golang.org/grpc", "github.com/karmanmq/karman/protocol/grpc"} {
 		if strings.Contains(string(out), "\t"+mod+"\t") {
