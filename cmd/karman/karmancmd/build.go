@@ -3,6 +3,8 @@ package karmancmd
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/builder"
 	"github.com/spf13/cobra"
@@ -58,7 +60,11 @@ command. "karman list-modules" of the result shows what it holds.`,
 				b.Source = src
 			}
 			b.Log = cmd.ErrOrStderr()
-			if err := b.Run(cmd.Context()); err != nil {
+			// An interrupt stops the go command and still removes the
+			// work directory.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := b.Run(ctx); err != nil {
 				return err
 			}
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "karman build: built %s\n", b.Output)

@@ -64,6 +64,9 @@ func (r *runner) run(ctx context.Context, dir string, args ...string) ([]byte, e
 		cmd.Stderr = io.MultiWriter(&stderr, r.log)
 	}
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("builder: go %s: %w", strings.Join(args, " "), context.Cause(ctx))
+		}
 		return nil, &CommandError{Dir: dir, Args: append([]string{"go"}, args...), Output: stderr.String(), Err: err}
 	}
 	return stdout.Bytes(), nil
