@@ -1,9 +1,12 @@
 package karmancmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/builder"
@@ -30,7 +33,9 @@ published version.
 --without ID leaves out a standard module: ` + standardIDList() + `.
 
 Karman's own modules come from a source tree, --src (default: the nearest
-directory at or above the current one with a go.work). The Go toolchain
+directory at or above the current one with a go.work), or else from a
+published version, --karman-version (default: this binary's own, when it
+was built from a published version). The Go toolchain
 does the work in a temporary directory (go mod tidy, go get, go build), in
 this environment: GOFLAGS, GOPROXY and the rest apply. -v prints each go
 command. "karman list-modules" of the result shows what it holds.`,
@@ -48,16 +53,23 @@ command. "karman list-modules" of the result shows what it holds.`,
 			if err := b.Check(); err != nil {
 				return err
 			}
-			if b.Source == "" {
+			if b.Source != "" && b.KarmanVersion != "" {
+				return errors.New("karman build: --src and --karman-version exclude each other")
+			}
+			if b.Source == "" && b.KarmanVersion == "" {
 				wd, err := os.Getwd()
 				if err != nil {
 					return err
 				}
 				src, err := builder.FindSource(wd)
-				if err != nil {
-					return fmt.Errorf("%w; pass --src with the root of a Karman source tree", err)
+				switch {
+				case err == nil:
+					b.Source = src
+				case releasedVersion() != "":
+					b.KarmanVersion = releasedVersion()
+				default:
+					return fmt.Errorf("%w; pass --src with the root of a Karman source tree, or --karman-version", err)
 				}
-				b.Source = src
 			}
 			b.Log = cmd.ErrOrStderr()
 			// An interrupt stops the go command and still removes the
@@ -76,9 +88,26 @@ command. "karman list-modules" of the result shows what it holds.`,
 	f.StringSliceVar(&b.Without, "without", nil, "a standard module to leave out, by id (repeatable, or comma separated)")
 	f.StringVarP(&b.Output, "output", "o", "", "the file to write the binary to (required)")
 	f.StringVar(&b.Source, "src", "", "the Karman source tree (a directory with a go.work) to take Karman's modules from (default: found above the current directory)")
+	f.StringVar(&b.KarmanVersion, "karman-version", "", "the published version of Karman to build with when no source tree is used")
 	f.BoolVarP(&b.Verbose, "verbose", "v", false, "print the go commands run and their messages")
 	f.BoolVar(&b.KeepWork, "work", false, "keep the temporary directory with the generated main package and print its path")
 	return cmd
+}
+
+// releasedVersion returns the published version of Karman's command
+// module this binary was built from, or "" when it was built from a source
+// tree.
+func releasedVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, m := range append([]*debug.Module{&bi.Main}, bi.Deps...) {
+		if m.Path == builder.CommandModule && m.Replace == nil && strings.HasPrefix(m.Version, "v") {
+			return m.Version
+		}
+	}
+	return ""
 }
 
 // standardIDList returns the standard module ids for help texts.

@@ -68,6 +68,8 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		// proxy refuses one it does not have.
 		{"version refused", []string{"-o", out, "--with", "example.com/karman-absent@v1.2.3"}, []string{"GOPROXY=off"},
 			builder.ErrGoCommand, []string{"module example.com/karman-absent@v1.2.3", "go get example.com/karman-absent@v1.2.3", "GOPROXY=off"}},
+		{"karman version refused", []string{"-o", out, "--karman-version", "v0.0.1"}, []string{"GOPROXY=off"},
+			builder.ErrGoCommand, []string{"module github.com/karmanmq/karman/cmd/karman@v0.0.1", "GOPROXY=off"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, kv := range tc.env {

@@ -24,8 +24,13 @@ type Build struct {
 	// Output is the file to write the binary to. Required.
 	Output string
 	// Source is the root of a Karman source tree (its go.work), which
-	// Karman's own modules are taken from. Required; see FindSource.
+	// Karman's own modules are taken from; see FindSource.
 	Source string
+	// KarmanVersion, when Source is empty, is the published version of
+	// Karman's command module (CommandModule) to build with instead; the
+	// go command resolves the rest of Karman's modules from it. One of
+	// Source and KarmanVersion is required.
+	KarmanVersion string
 	// Go is the go command. Empty: "go" from the PATH.
 	Go string
 	// Env is the go commands' environment (GOWORK=off is added). Nil:
@@ -68,8 +73,8 @@ func (b *Build) Run(ctx context.Context) (err error) {
 	if err := b.Check(); err != nil {
 		return err
 	}
-	if b.Source == "" {
-		return fmt.Errorf("%w given", ErrNoSource)
+	if b.Source == "" && b.KarmanVersion == "" {
+		return fmt.Errorf("%w given, nor a Karman version", ErrNoSource)
 	}
 	r := &runner{gocmd: b.Go, env: b.Env, log: b.Log, verbose: b.Verbose}
 	if r.gocmd == "" {
@@ -90,9 +95,14 @@ func (b *Build) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("builder: output: %w", err)
 	}
 
-	src, err := loadSource(ctx, r, b.Source)
-	if err != nil {
-		return err
+	src := &source{}
+	var gets []Module
+	if b.Source != "" {
+		if src, err = loadSource(ctx, r, b.Source); err != nil {
+			return err
+		}
+	} else {
+		gets = append(gets, Module{Path: CommandModule, Version: b.KarmanVersion})
 	}
 	edit := []string{"mod", "edit"}
 	if src.goVersion != "" {
@@ -101,7 +111,6 @@ func (b *Build) Run(ctx context.Context) (err error) {
 	for _, rep := range src.replace {
 		edit = append(edit, rep.flag())
 	}
-	var gets []Module
 	for _, m := range b.Modules {
 		if m.Dir == "" {
 			if m.Version != "" {
@@ -136,8 +145,10 @@ func (b *Build) Run(ctx context.Context) (err error) {
 	if _, err := r.run(ctx, work, "mod", "init", mainModule); err != nil {
 		return err
 	}
-	if _, err := r.run(ctx, work, edit...); err != nil {
-		return err
+	if len(edit) > 2 {
+		if _, err := r.run(ctx, work, edit...); err != nil {
+			return err
+		}
 	}
 	sums, err := seedSums(src.sums)
 	if err != nil {

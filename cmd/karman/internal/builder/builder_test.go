@@ -171,7 +171,7 @@ func TestLoadSource(t *testing.T) {
 		}
 	}
 	for mod, dir := range map[string]string{
-		commandModule:                              "cmd/karman",
+		CommandModule:                              "cmd/karman",
 		"github.com/karmanmq/karman/server":        "server",
 		"github.com/karmanmq/karman/engine":        "engine",
 		"github.com/karmanmq/karman/filter":        "filter",
@@ -192,7 +192,7 @@ func TestLoadSource(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "go.work"), []byte("go 1.26.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadSource(context.Background(), r, other); !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), commandModule) {
+	if _, err := loadSource(context.Background(), r, other); !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), CommandModule) {
 		t.Errorf("loadSource of a foreign workspace: %v", err)
 	}
 	if _, err := loadSource(context.Background(), r, t.TempDir()); !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "no go.work") {
@@ -217,7 +217,7 @@ func TestLoadSourceConflict(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("a/go.mod", "module "+commandModule+"\n\ngo 1.26.0\n\nreplace example.com/x => example.com/y v1.0.0\n")
+	write("a/go.mod", "module "+CommandModule+"\n\ngo 1.26.0\n\nreplace example.com/x => example.com/y v1.0.0\n")
 	write("b/go.mod", "module example.com/b\n\ngo 1.26.0\n\nreplace example.com/x => ../x\n")
 	write("go.work", "go 1.26.0\n\nuse (\n\t./a\n\t./b\n)\n")
 	r := &runner{gocmd: "go", env: append(os.Environ(), "GOWORK=off")}

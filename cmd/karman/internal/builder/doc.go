@@ -16,7 +16,10 @@
 //	go build -o <output> .
 //
 // The go.sum files of the source tree seed the new one, so modules the
-// tree already resolved need no checksum look-up.
+// tree already resolved need no checksum look-up. Without a source tree,
+// Build.KarmanVersion names a published version of Karman's command module
+// instead ("go get github.com/karmanmq/karman/cmd/karman@<version>"), and
+// the go command resolves Karman's other modules from it.
 //
 // The standard modules (Standard) come in through server/modules/standard,
 // or, when some are left out, one package at a time. Every go command runs

@@ -30,9 +30,9 @@ const (
 	CommandPackage = "github.com/karmanmq/karman/cmd/karman/karmancmd"
 	// StandardPackage imports every standard module.
 	StandardPackage = "github.com/karmanmq/karman/server/modules/standard"
-	// commandModule is the Go module holding CommandPackage, which a
+	// CommandModule is the Go module holding CommandPackage, which a
 	// source tree must have.
-	commandModule = "github.com/karmanmq/karman/cmd/karman"
+	CommandModule = "github.com/karmanmq/karman/cmd/karman"
 )
 
 // StandardModule is a module of the standard set and the package that

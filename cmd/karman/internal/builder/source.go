@@ -117,8 +117,8 @@ func loadSource(ctx context.Context, r *runner, dir string) (*source, error) {
 			order = append(order, key)
 		}
 	}
-	if !workspace[commandModule] {
-		return nil, fmt.Errorf("%w: %s uses no module %s", ErrNoSource, work, commandModule)
+	if !workspace[CommandModule] {
+		return nil, fmt.Errorf("%w: %s uses no module %s", ErrNoSource, work, CommandModule)
 	}
 	for _, rep := range wf.Replace {
 		rr := replacement{Old: rep.Old.Path, OldVersion: rep.Old.Version, New: rep.New.Path, NewVersion: rep.New.Version}
