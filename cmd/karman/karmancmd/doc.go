@@ -1,5 +1,5 @@
 // Package karmancmd is the karman command line, built on cobra: serve,
-// namesrv, config, admin, bench, list-modules and version. It runs the
+// namesrv, config, admin, bench, build, list-modules and version. It runs the
 // modules registered with server.Default and imports none itself, so a
 // custom binary chooses them:
 //
@@ -14,5 +14,8 @@
 //	func main() { karmancmd.Main() }
 //
 // (the karman binary imports server/modules/standard, the whole standard
-// set).
+// set). "karman build" writes such a main package and builds it: the
+// standard set less the ids given to --without, plus the Go packages given
+// to --with (MODULE[@VERSION][=DIR]), with Karman's own modules taken from
+// a source tree's go.work; package internal/builder does the work.
 package karmancmd

@@ -47,6 +47,7 @@ of serve can also be set with an environment variable KARMAN_<FLAG>
 		newBenchCmd(),
 		newVersionCmd(),
 		newListModulesCmd(reg),
+		newBuildCmd(),
 	)
 	return root
 }
