@@ -52,6 +52,12 @@ func (id ModuleID) Name() string {
 	return string(id[strings.LastIndexByte(string(id), '.')+1:])
 }
 
+// PluginsID is the id of the module that runs process plugins
+// (server/modules/plugin). Front-ends whose requests run the engine's
+// hooks depend on it, optionally, so that the plugins behind the hooks
+// start before the front-ends take requests and stop after they stop.
+const PluginsID ModuleID = "plugin.process"
+
 // Dependency is a module another one needs.
 type Dependency struct {
 	ID ModuleID

@@ -186,7 +186,7 @@ func TestNewOptionsFlagConflicts(t *testing.T) {
 			"module x.http: flag --http-addr is the server's already"},
 		{"outside its prefix", fake{info: ModuleInfo{ID: "x.a"}},
 			fake{info: ModuleInfo{ID: "x.b"}, flags: []string{"data-dir"}},
-			`module x.b: flag --data-dir does not start with "b-"`},
+			`module x.b: flag --data-dir is neither --b nor starts with "b-"`},
 		{"one module twice", fake{info: ModuleInfo{ID: "x.a"}},
 			fake{info: ModuleInfo{ID: "x.b"}, flags: []string{"b-x", "b-x"}},
 			"module x.b: x.b flag redefined: b-x"},

@@ -109,8 +109,8 @@ func bindModuleFlags(cfg *config.Config, fs *pflag.FlagSet, owner map[string]str
 	mine.VisitAll(func(f *pflag.Flag) {
 		switch {
 		case err != nil:
-		case !strings.HasPrefix(f.Name, name+"-"):
-			err = fmt.Errorf("server: module %s: flag --%s does not start with %q: %w", mi.ID, f.Name, name+"-", ErrFlagConflict)
+		case f.Name != name && !strings.HasPrefix(f.Name, name+"-"):
+			err = fmt.Errorf("server: module %s: flag --%s is neither --%s nor starts with %q: %w", mi.ID, f.Name, name, name+"-", ErrFlagConflict)
 		case owner[f.Name] != "":
 			err = fmt.Errorf("server: module %s: flag --%s is %s's already: %w", mi.ID, f.Name, owner[f.Name], ErrFlagConflict)
 		default:

@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
 	github.com/karmanmq/karman/bench v0.0.0-00010101000000-000000000000
-	github.com/karmanmq/karman/cluster v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/engine v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/protocol/remoting v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/server v0.0.0-00010101000000-000000000000
@@ -20,7 +19,16 @@ require (
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/emirpasic/gods v1.12.0 // indirect
+	github.com/fatih/color v1.13.0 // indirect
+	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
+	github.com/hashicorp/go-hclog v1.6.3 // indirect
+	github.com/hashicorp/go-plugin v1.8.0 // indirect
+	github.com/hashicorp/yamux v0.1.2 // indirect
+	github.com/karmanmq/karman/cluster v0.0.0-00010101000000-000000000000 // indirect
+	github.com/karmanmq/karman/plugins v0.0.0-00010101000000-000000000000 // indirect
+	github.com/mattn/go-colorable v0.1.13 // indirect
+	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
@@ -28,6 +36,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/oklog/run v1.1.0 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
@@ -62,11 +71,10 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/karmanmq/karman/filter v0.0.0-00010101000000-000000000000 // indirect
-	github.com/karmanmq/karman/protocol/grpc v0.0.0-00010101000000-000000000000
+	github.com/karmanmq/karman/protocol/grpc v0.0.0-00010101000000-000000000000 // indirect
 	github.com/klauspost/compress v1.20.3
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
-	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/minio/minlz v1.0.1-0.20250507153514-87eb42fe8882 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
@@ -103,3 +111,5 @@ replace (
 replace github.com/karmanmq/karman/protocol/grpc => ../../protocol/grpc
 
 replace google.golang.org/genproto => google.golang.org/genproto v0.0.0-20261026165753-2ffab32bce7e
+
+replace github.com/karmanmq/karman/plugins => ../../plugins

@@ -1,7 +1,8 @@
 // Package standard imports the standard set of modules of the karman
 // binary, each of which registers itself with server.Default:
 // frontend.namesrv (the RocketMQ name server), frontend.remoting (the
-// remoting broker) and frontend.grpc (the RocketMQ 5 gRPC endpoint).
+// remoting broker), frontend.grpc (the RocketMQ 5 gRPC endpoint) and
+// plugin.process (process plugins given with --plugin).
 //
 // A custom binary imports it (blank) to get them all, or imports the
 // module packages it wants one by one.
@@ -11,4 +12,5 @@ import (
 	_ "github.com/karmanmq/karman/server/modules/broker"  // frontend.remoting
 	_ "github.com/karmanmq/karman/server/modules/grpc"    // frontend.grpc
 	_ "github.com/karmanmq/karman/server/modules/namesrv" // frontend.namesrv
+	_ "github.com/karmanmq/karman/server/modules/plugin"  // plugin.process
 )

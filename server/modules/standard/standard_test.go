@@ -9,8 +9,9 @@ import (
 )
 
 // TestStartOrder checks that the standard set resolves to the name
-// server, then the broker that registers with it, then gRPC, by their
-// declared dependencies.
+// server and the process plugins, then the broker that registers with
+// the one and runs the hooks of the other, then gRPC, by their declared
+// dependencies.
 func TestStartOrder(t *testing.T) {
 	infos, err := server.Default.Resolve()
 	if err != nil {
@@ -20,7 +21,7 @@ func TestStartOrder(t *testing.T) {
 	for _, mi := range infos {
 		ids = append(ids, string(mi.ID))
 	}
-	if got, want := strings.Join(ids, " "), "frontend.namesrv frontend.remoting frontend.grpc"; got != want {
+	if got, want := strings.Join(ids, " "), "frontend.namesrv plugin.process frontend.remoting frontend.grpc"; got != want {
 		t.Errorf("start order %q, want %q", got, want)
 	}
 	o, err := server.NewOptions()
@@ -28,7 +29,7 @@ func TestStartOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, flag := range []string{"namesrv-addr", "broker-addr", "broker-advertise-addr", "broker-namesrv", "broker-name",
-		"broker-cluster", "broker-max-inflight-bytes", "grpc-addr", "grpc-advertise-addr", "grpc-tls-cert", "grpc-tls-key"} {
+		"broker-cluster", "broker-max-inflight-bytes", "grpc-addr", "grpc-advertise-addr", "grpc-tls-cert", "grpc-tls-key", "plugin", "plugin-call-timeout", "plugin-on-failure"} {
 		if o.Flags.Lookup(flag) == nil {
 			t.Errorf("no --%s", flag)
 		}

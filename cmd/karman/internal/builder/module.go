@@ -48,6 +48,7 @@ var Standard = []StandardModule{
 	{ID: "frontend.grpc", Package: "github.com/karmanmq/karman/server/modules/grpc"},
 	{ID: "frontend.namesrv", Package: "github.com/karmanmq/karman/server/modules/namesrv"},
 	{ID: "frontend.remoting", Package: "github.com/karmanmq/karman/server/modules/broker"},
+	{ID: "plugin.process", Package: "github.com/karmanmq/karman/server/modules/plugin"},
 }
 
 // standardIDs returns the ids of Standard, comma separated.

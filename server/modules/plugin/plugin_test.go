@@ -1,0 +1,128 @@
+package plugin_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/karmanmq/karman/plugins"
+	"github.com/karmanmq/karman/server"
+	_ "github.com/karmanmq/karman/server/modules/standard"
+)
+
+// headerauth builds the example plugin that admits clients by a request
+// field and checks a message property.
+func headerauth(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "headerauth")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/karmanmq/karman/plugins/examples/headerauth").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build headerauth: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// newServer makes a server with the standard modules on loopback ports
+// and the given extra flags.
+func newServer(t *testing.T, args ...string) (*server.Server, error) {
+	t.Helper()
+	opts, err := server.NewOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off",
+		"--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--grpc-addr", "off"}
+	if err := opts.Flags.Parse(append(base, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return server.New(*opts)
+}
+
+// TestPluginFlag runs the headerauth example through --plugin with the
+// real Go producer: the plugin's authenticator takes the client's
+// AccessKey as its principal, its store interceptor admits only messages
+// whose "token" property is allowed.
+func TestPluginFlag(t *testing.T) {
+	bin := headerauth(t)
+	srv, err := newServer(t, "--plugin", "auth="+bin+",allow=ak-good,field=AccessKey,header=token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+
+	rlog.SetLogLevel("error")
+	send := func(accessKey, token string) error {
+		p, err := producer.NewDefaultProducer(
+			producer.WithNsResolver(primitive.NewPassthroughResolver([]string{srv.Addr("namesrv").String()})),
+			producer.WithGroupName("plugin-test"),
+			producer.WithInstanceName("plugin-test-"+accessKey),
+			producer.WithCredentials(primitive.Credentials{AccessKey: accessKey, SecretKey: "unused"}),
+			producer.WithRetry(0),
+			producer.WithSendMsgTimeout(5*time.Second),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer p.Shutdown()
+		m := primitive.NewMessage("Guarded", []byte("hello"))
+		if token != "" {
+			m.WithProperty("token", token)
+		}
+		_, err = p.SendSync(ctx, m)
+		return err
+	}
+	if err := send("ak-good", "ak-good"); err != nil {
+		t.Fatalf("a send the plugin admits: %v", err)
+	}
+	for _, tc := range []struct{ name, accessKey, token, want string }{
+		{"no token property", "ak-good", "", "CODE: 16,"},
+		{"a token not allowed", "ak-good", "forged", "CODE: 16,"},
+		{"an access key not allowed", "ak-bad", "ak-good", "CODE: 16,"},
+	} {
+		err := send(tc.accessKey, tc.token)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: send = %v, want a refusal (%s)", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestPluginFlagBadInput checks that a plugin that cannot run stops the
+// server before it binds a port.
+func TestPluginFlagBadInput(t *testing.T) {
+	bin := headerauth(t)
+	for _, tc := range []struct {
+		spec string
+		want error
+	}{
+		{"x=" + filepath.Join(t.TempDir(), "missing"), plugins.ErrNotFound},
+		{"x=" + bin + ",allow=a,sha256=" + strings.Repeat("0", 64), plugins.ErrChecksum},
+		{"x=/bin/true", plugins.ErrHandshake},
+		{"no-path", plugins.ErrSpec},
+	} {
+		_, err := newServer(t, "--plugin", tc.spec)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("--plugin %s: %v, want %v", tc.spec, err, tc.want)
+		}
+	}
+	if _, err := newServer(t, "--plugin-on-failure", "ignore", "--plugin", "x="+bin+",allow=a"); err == nil || !strings.Contains(err.Error(), "want reject or skip") {
+		t.Errorf("--plugin-on-failure ignore: %v", err)
+	}
+}
