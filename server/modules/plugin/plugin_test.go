@@ -31,7 +31,7 @@ func headerauth(t *testing.T) string {
 
 // newServer makes a server with the standard modules on loopback ports
 // and the given extra flags.
-func newServer(t *testing.T, args ...string) (*server.Server, error) {
+func newServer(t testing.TB, args ...string) (*server.Server, error) {
 	t.Helper()
 	opts, err := server.NewOptions()
 	if err != nil {
