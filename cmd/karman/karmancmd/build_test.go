@@ -139,12 +139,12 @@ func TestBuildWithThirdPartyModule(t *testing.T) {
 	}
 }
 
-// TestBuildWithoutGRPC builds karman without the gRPC front-end: the
-// binary holds no gRPC module, list-modules lacks it and serve has no
-// --grpc-addr.
+// TestBuildWithoutGRPC builds karman without the gRPC front-end and the
+// process plugins (which speak gRPC to their plugins): the binary holds no
+// gRPC module, list-modules lacks both and serve has no --grpc-addr.
 func TestBuildWithoutGRPC(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "karman-nogrpc")
-	if _, stderr, err := runBuild(t, "--without", "frontend.grpc", "-o", bin); err != nil {
+	if _, stderr, err := runBuild(t, "--without", "frontend.grpc", "--without", "plugin.process", "-o", bin); err != nil {
 		t.Fatalf("build: %v\n%s", err, stderr)
 	}
 	out, err := exec.Command("go", "version", "-m", bin).Output()
@@ -165,7 +165,7 @@ func TestBuildWithoutGRPC(t *testing.T) {
 	}
 
 	mods := listBuilt(t, bin)
-	if strings.Contains(mods, "frontend.grpc") || !strings.Contains(mods, "frontend.remoting ") || !strings.Contains(mods, "frontend.namesrv ") {
+	if strings.Contains(mods, "frontend.grpc") || strings.Contains(mods, "plugin.process") || !strings.Contains(mods, "frontend.remoting ") || !strings.Contains(mods, "frontend.namesrv ") {
 		t.Errorf("list-modules:\n%s", mods)
 	}
 
