@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"github.com/karmanmq/karman/engine/internal/disk"
 )
 
 // Retain deletes whole segments from the front of the log, oldest first and
@@ -134,5 +136,5 @@ func (l *Log) statfs() (used, total uint64, err error) {
 	if h := l.opts.hooks; h != nil && h.statfs != nil {
 		return h.statfs(l.dir)
 	}
-	return diskUsage(l.dir)
+	return disk.Usage(l.dir)
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/karmanmq/karman/engine/internal/disk"
 )
 
 // fakeClock is a settable clock for segment timestamps.
@@ -137,9 +139,9 @@ func TestRetainRealFileSystem(t *testing.T) {
 	for l.EndOffset() < 3*seg {
 		appendOne(t, l, payload(0, 30000))
 	}
-	used, total, err := diskUsage(l.Dir())
+	used, total, err := disk.Usage(l.Dir())
 	if err != nil || total == 0 || used > total {
-		t.Fatalf("diskUsage = %d, %d, %v", used, total, err)
+		t.Fatalf("disk.Usage = %d, %d, %v", used, total, err)
 	}
 	// Any real disk is more than 0.0001% full.
 	if n, err := l.Retain(time.Now(), 0, 0.000001); err != nil || n != 3 {

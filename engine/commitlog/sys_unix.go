@@ -30,19 +30,6 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// diskUsage returns the used and total bytes of the file system holding
-// dir, as df counts them: total excludes blocks reserved for root.
-func diskUsage(dir string) (used, total uint64, err error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, 0, err
-	}
-	bs := uint64(st.Bsize)
-	used = (uint64(st.Blocks) - uint64(st.Bfree)) * bs
-	total = used + uint64(st.Bavail)*bs
-	return used, total, nil
-}
-
 var pageSize = os.Getpagesize()
 
 // msync makes b, a page-aligned part of a mapping, durable.

@@ -142,7 +142,7 @@ func New(dir string, o Options) *Monitor {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Statfs == nil {
-		o.Statfs = statfs
+		o.Statfs = Usage
 	}
 	m := &Monitor{dir: dir, opts: o, changed: make(chan struct{}), noSpace: make(chan struct{}),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}

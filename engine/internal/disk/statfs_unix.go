@@ -4,9 +4,9 @@ package disk
 
 import "golang.org/x/sys/unix"
 
-// statfs returns the used and total bytes of the file system holding dir,
+// Usage returns the used and total bytes of the file system holding dir,
 // as df counts them: total leaves out the blocks reserved for root.
-func statfs(dir string) (used, total uint64, err error) {
+func Usage(dir string) (used, total uint64, err error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, 0, err
