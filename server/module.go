@@ -158,6 +158,15 @@ type Stopper interface {
 	Stop(ctx context.Context) error
 }
 
+// Cleaner releases what Provision took (processes, files): after the
+// server stopped and its engine closed, for a server that never started
+// when it is stopped, or when New fails after provisioning the module.
+// It is called once per provisioned module, in the reverse of their
+// order.
+type Cleaner interface {
+	Cleanup() error
+}
+
 // Host is what the server hands a module when it starts.
 type Host struct {
 	// Engine is open for as long as the module runs.

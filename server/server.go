@@ -126,17 +126,32 @@ func New(o Options) (*Server, error) {
 		m := byID[mi.ID]
 		if p, ok := m.(Provisioner); ok {
 			if err := p.Provision(ProvisionContext{Config: o.Config, Logger: s.moduleLogger(mi)}); err != nil {
+				s.cleanup()
 				return nil, fmt.Errorf("server: provision %s: %w", mi.ID, err)
 			}
 		}
+		s.mods = append(s.mods, m)
 		if v, ok := m.(Validator); ok {
 			if err := v.Validate(); err != nil {
+				s.cleanup()
 				return nil, fmt.Errorf("server: %s: %w", mi.ID, err)
 			}
 		}
-		s.mods = append(s.mods, m)
 	}
 	return s, nil
+}
+
+// cleanup calls Cleanup on every provisioned module, in reverse order.
+func (s *Server) cleanup() error {
+	var errs []error
+	for i := len(s.mods) - 1; i >= 0; i-- {
+		if c, ok := s.mods[i].(Cleaner); ok {
+			if err := c.Cleanup(); err != nil {
+				errs = append(errs, fmt.Errorf("server: clean up %s: %w", info(s.mods[i]).ID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Server) moduleLogger(mi ModuleInfo) *slog.Logger {
@@ -271,8 +286,9 @@ func (s *Server) start(ctx context.Context) error {
 }
 
 // Stop shuts the server down: health turns "stopping", the started
-// modules stop in reverse order, the engine closes, and the HTTP endpoint
-// shuts down, each step bounded by ctx. It returns the errors of the
+// modules stop in reverse order, the engine closes, the HTTP endpoint
+// shuts down, each step bounded by ctx, and the modules clean up (see
+// Cleaner). A server that was never started is stopped to clean up. It returns the errors of the
 // steps; Stop runs once, later calls return the first one's result.
 func (s *Server) Stop(ctx context.Context) error {
 	s.life.Lock()
@@ -318,6 +334,10 @@ func (s *Server) stop(ctx context.Context) error {
 	}
 	for _, ln := range s.lns { // those never handed over
 		ln.Close()
+	}
+	if err := s.cleanup(); err != nil {
+		s.log.Warn("module clean-up", "err", err)
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

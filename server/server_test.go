@@ -171,3 +171,77 @@ func TestRunStopsOnCancel(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// cleaner is a fake that also cleans up.
+type cleaner struct{ fake }
+
+func (c *cleaner) Cleanup() error { return c.step("cleanup") }
+
+var _ Cleaner = (*cleaner)(nil)
+
+// TestCleanup checks that provisioned modules clean up, in reverse order
+// and once: after a server stops, when a never-started server is
+// stopped, and when New fails after provisioning some of them.
+func TestCleanup(t *testing.T) {
+	newServer := func(log *[]string, failValidate ModuleID) (*Server, error) {
+		r := &Registry{}
+		for _, id := range []ModuleID{"t.a", "t.b"} {
+			mi := ModuleInfo{ID: id}
+			if id == "t.b" {
+				mi.Deps = []Dependency{{ID: "t.a"}}
+			}
+			mi.New = func() Module {
+				c := &cleaner{fake{info: mi, log: log}}
+				if id == failValidate {
+					c.fail = "validate"
+				}
+				return c
+			}
+			r.Register(mi)
+		}
+		o, err := r.NewOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Flags.Parse([]string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off"}); err != nil {
+			t.Fatal(err)
+		}
+		return New(*o)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		fail  ModuleID
+		start bool
+		want  string
+	}{
+		{"started and stopped", "", true,
+			"provision t.a,validate t.a,provision t.b,validate t.b,start t.a,start t.b,stop t.b,stop t.a,cleanup t.b,cleanup t.a"},
+		{"stopped unstarted", "", false,
+			"provision t.a,validate t.a,provision t.b,validate t.b,cleanup t.b,cleanup t.a"},
+		{"New fails", "t.b", false,
+			"provision t.a,validate t.a,provision t.b,validate t.b,cleanup t.b,cleanup t.a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log []string
+			s, err := newServer(&log, tc.fail)
+			if (err != nil) != (tc.fail != "") {
+				t.Fatalf("New: %v", err)
+			}
+			if s != nil {
+				if tc.start {
+					if err := s.Start(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.Stop(ctx); err != nil {
+					t.Fatal(err)
+				}
+				s.Stop(ctx) // once only
+			}
+			if got := strings.Join(log, ","); got != tc.want {
+				t.Errorf("\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

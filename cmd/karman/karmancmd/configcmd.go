@@ -41,7 +41,13 @@ variables, overridden by flags. The configuration is checked first.`,
 			for _, w := range warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "karman: warning:", w)
 			}
-			if _, err := server.New(*opts); err != nil { // validates, binds nothing
+			srv, err := server.New(*opts) // validates, binds nothing
+			if err != nil {
+				return err
+			}
+			// Never started: Stop only cleans up what the modules
+			// provisioned (plugin processes, say).
+			if err := srv.Stop(cmd.Context()); err != nil {
 				return err
 			}
 			return config.Print(cmd.OutOrStdout(), fs, format)

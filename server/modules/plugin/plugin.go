@@ -36,6 +36,7 @@ var (
 	_ karman.EngineConfigurer = (*Module)(nil)
 	_ karman.Starter          = (*Module)(nil)
 	_ karman.Stopper          = (*Module)(nil)
+	_ karman.Cleaner          = (*Module)(nil)
 )
 
 // Module runs the plugins of --plugin.
@@ -124,14 +125,18 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 	return nil
 }
 
-// Stop stops the connectors and ends the plugins' processes.
+// Stop stops the connectors.
 func (m *Module) Stop(context.Context) error {
 	for _, c := range m.started {
 		c.Stop()
 	}
 	m.started = nil
-	return m.closePlugins(nil)
+	return nil
 }
+
+// Cleanup ends the plugins' processes, once the engine that calls their
+// hooks has closed.
+func (m *Module) Cleanup() error { return m.closePlugins(nil) }
 
 func (m *Module) closePlugins(l *slog.Logger) error {
 	var errs []error
