@@ -52,6 +52,9 @@
 //	                  bound addresses (Start, before the engine opens)
 //	Starter           Start: serve, with the open engine (Start, in order)
 //	Stopper           Stop: end it (Stop, in reverse order)
+//	Cleaner           Cleanup: release what Provision took (Stop, after the
+//	                  engine closed, in reverse order; also when New fails
+//	                  or a server that never started is stopped)
 //
 // Start binds every listener first (a taken port fails before any data is
 // touched) and announces each bound address on Options.Announce as
