@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/karmanmq/karman/engine/hook"
-	"github.com/karmanmq/karman/engine/hook/rmqauth"
 	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/remoting/auth"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -283,7 +283,7 @@ func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.Handl
 				return errorResponse(req, err)
 			}
 			cl.Group = group
-			p, err := set.Authenticate(ctx, credentials(c, req))
+			p, err := set.Authenticate(ctx, auth.Credentials(req, bornHost(c)))
 			if err != nil {
 				return errorResponse(req, fmt.Errorf("broker: %s: %w", req.RequestCode(), err))
 			}
@@ -296,25 +296,6 @@ func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.Handl
 		}
 		return f(hook.NewContext(ctx, cl), c, req)
 	}
-}
-
-// credentials extracts the ACL credentials of req, whose extFields are
-// loaded.
-func credentials(c *server.Conn, req *wire.Command) *hook.Credentials {
-	ext := req.ExtFields
-	cr := &hook.Credentials{
-		Protocol:      Protocol,
-		Addr:          bornHost(c),
-		AccessKey:     ext[rmqauth.FieldAccessKey],
-		Signature:     ext[rmqauth.FieldSignature],
-		SecurityToken: ext[rmqauth.FieldSecurityToken],
-		Fields:        ext,
-	}
-	if cr.Signature != "" {
-		cr.Algorithm = rmqauth.AlgorithmRemoting
-		cr.Content = rmqauth.RemotingContent(ext, req.Body)
-	}
-	return cr
 }
 
 // clientGroup sets the group of the request's hook.Client, when it

@@ -13,6 +13,7 @@ import (
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/protocol/remoting/auth"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -32,7 +33,7 @@ const (
 
 // Protocol is the name this front-end gives the engine's client registry
 // (registry.Heartbeat.Protocol) and its transaction checker.
-const Protocol = "remoting"
+const Protocol = auth.Protocol
 
 // Options configure a Broker. The zero value works; every field states its
 // default.
@@ -331,13 +332,7 @@ func (b *Broker) group(ctx context.Context, name string) (meta.Group, error) {
 }
 
 // bornHost returns the client's address as a message's born host.
-func bornHost(c *server.Conn) netip.AddrPort {
-	ap, err := netip.ParseAddrPort(c.RemoteAddr())
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
+func bornHost(c *server.Conn) netip.AddrPort { return auth.Addr(c) }
 
 // decodeHeader decodes req's extFields into h, wrapping the error so that
 // it names the request.

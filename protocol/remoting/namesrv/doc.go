@@ -38,6 +38,14 @@
 // remark; a body whose CRC does not match bodyCrc32 and a registration the
 // table refuses get SYSTEM_ERROR. The connection keeps serving either way.
 //
+// With Options.Hooks holding an Authenticator or an Authorizer (the
+// engine's, engine.Engine.Hooks), the administration requests (216, 100,
+// 102, 205 WIPE_WRITE_PERM_OF_BROKER, 327 ADD_WRITE_PERM_OF_BROKER) are
+// authenticated from their ACL extFields and authorized as Delete or
+// Update on hook.Cluster (the request's clusterName, else ""); a refusal
+// is NO_PERMISSION with the reason. Queries and broker registration stay
+// open, as on RocketMQ's name server.
+//
 // A broker that registered over a connection is unregistered when that
 // connection closes (wire Processor.ConnClosed into server.Options.OnClose),
 // as a Java name server does; brokers that go silent are dropped by the

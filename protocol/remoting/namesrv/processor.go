@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -93,6 +94,14 @@ type Options struct {
 	// KV namespace ORDER_TOPIC_CONFIG as orderTopicConf (Java's
 	// orderMessageEnable, off by default).
 	OrderTopicConf bool
+	// Hooks, when it holds an Authenticator or an Authorizer, guards the
+	// administration requests (delete topic, put and delete KV config,
+	// wipe and add write permission): each is authenticated and
+	// authorized as an administration action on the cluster, and refused
+	// with NO_PERMISSION. Route queries and broker registration stay
+	// open. The name-server module passes the engine's set
+	// (engine.Engine.Hooks). Nil guards nothing.
+	Hooks *hook.Set
 }
 
 // memberKey identifies a registered broker member.
@@ -142,7 +151,7 @@ func (p *Processor) Mount(mux *server.Mux) {
 		wire.WipeWritePermOfBroker:         p.wipeWritePerm,
 		wire.AddWritePermOfBroker:          p.addWritePerm,
 	} {
-		mux.HandleFunc(code, server.KindNamesrv, h)
+		mux.HandleFunc(code, server.KindNamesrv, p.guard(code, h))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	routetable "github.com/karmanmq/karman/cluster/namesrv"
+	"github.com/karmanmq/karman/engine/hook"
 	remoting "github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	karman "github.com/karmanmq/karman/server"
@@ -71,15 +72,21 @@ func (m *Module) Stop(ctx context.Context) error {
 	return m.stop(ctx)
 }
 
-// Start serves a new, empty route table on h.Listener. h.Engine is not
-// used and may be nil; h.Metrics may be nil.
+// Start serves a new, empty route table on h.Listener. The engine's
+// Authenticators and Authorizers (h.Engine.Hooks) guard the name
+// server's administration requests; h.Engine may be nil, which guards
+// nothing. h.Metrics may be nil.
 func Start(_ context.Context, h karman.Host) (stop func(context.Context) error, err error) {
 	if h.Logger == nil {
 		h.Logger = slog.New(slog.DiscardHandler)
 	}
 	table := routetable.New(routetable.Options{})
 	kv := routetable.NewKV()
-	proc := remoting.New(routes{table}, kv, remoting.Options{Logger: h.Logger})
+	var hooks *hook.Set
+	if h.Engine != nil {
+		hooks = h.Engine.Hooks()
+	}
+	proc := remoting.New(routes{table}, kv, remoting.Options{Logger: h.Logger, Hooks: hooks})
 	mux := server.NewMux()
 	proc.Mount(mux)
 	srv := server.New(mux, server.Options{Logger: h.Logger, OnClose: proc.ConnClosed})
