@@ -215,9 +215,13 @@ func TestRemotingACL(t *testing.T) {
 	}
 }
 
+// codeUnauthorized is the gRPC API's UNAUTHORIZED.
+const codeUnauthorized = 40100
+
 // TestGRPCACL drives the guarded gRPC endpoint with the Node.js client
 // and sessionCredentials: every call of a producer's start-up and send is
-// signed and verified, and the store hook sees the principal.
+// signed and verified, and the store hook sees the principal; a client
+// with a wrong secret is refused at start-up.
 func TestGRPCACL(t *testing.T) {
 	requireNode(t)
 	g := startGuarded(t)
@@ -235,5 +239,16 @@ func TestGRPCACL(t *testing.T) {
 	if last != "grpc:"+authAccessKey {
 		t.Fatalf("the store hook saw sender %q, want grpc:%s", last, authAccessKey)
 	}
+
+	// A wrong secret: the server refuses the start-up's first call
+	// (QueryRoute) as UNAUTHORIZED, saying why, and the client does not
+	// start.
+	t.Setenv("COMPAT_ACCESS_SECRET", "wrong-secret")
+	var start startupResult
+	k.node("startup", map[string]any{"kind": "producer", "topics": []string{authTopic}}, &start)
+	if start.Started {
+		t.Fatal("a producer signing with a wrong secret started")
+	}
+	checkRefused(t, "start-up with a wrong secret", start.Error, codeUnauthorized, "signature mismatch")
 
 }
