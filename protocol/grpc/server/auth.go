@@ -222,12 +222,25 @@ func (s *Server) authorize(ctx context.Context, cl *hook.Client, req any) error 
 	return nil
 }
 
+// authorizeOrName authorizes req when the engine has Authenticators or
+// Authorizers; otherwise it only names req's group in cl, for the
+// message hooks.
+func (s *Server) authorizeOrName(ctx context.Context, cl *hook.Client, req any) error {
+	if s.hooks.Guarded() {
+		return s.authorize(ctx, cl, req)
+	}
+	if _, group := accessOf(req); group != "" {
+		cl.Group = group
+	}
+	return nil
+}
+
 // guardUnary authenticates and authorizes a unary call, returning the
 // context to serve it with, or the response refusing it.
 func (s *Server) guardUnary(ctx context.Context, req any) (context.Context, any) {
 	cl, err := s.callClient(ctx)
-	if err == nil && s.hooks.Guarded() {
-		err = s.authorize(ctx, cl, req)
+	if err == nil {
+		err = s.authorizeOrName(ctx, cl, req)
 	}
 	if err != nil {
 		return ctx, refusal(req, err)
@@ -251,12 +264,9 @@ func (w *guardedStream) RecvMsg(m any) error {
 	if err := w.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	if !w.s.hooks.Guarded() {
-		return nil
-	}
 	err := w.authErr
 	if err == nil {
-		err = w.s.authorize(w.ctx, w.cl, m)
+		err = w.s.authorizeOrName(w.ctx, w.cl, m)
 	}
 	if err != nil {
 		if resp := refusal(m, err); resp != nil {
