@@ -69,13 +69,15 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 			return errorResponse(req, err)
 		}
 	}
+	// Before the message is stored: once it is, a replier may consume
+	// it and reply before this goroutine runs again.
+	b.noteRequester(c, h.ProducerGroup, m)
 	b.detachForFlush(ctx)
 	res, err := b.eng.SendToQueue(ctx, m, queue)
 	if err != nil {
 		return errorResponse(req, err)
 	}
 	b.noteTopic(m.Topic)
-	b.noteRequester(c, h.ProducerGroup, m)
 	return b.sendAnswer(req, res)
 }
 

@@ -104,6 +104,13 @@ func startGuarded(t *testing.T) *guarded {
 		}
 	}
 	g.namesrv, g.broker, g.grpc = srv.Addr("namesrv").String(), srv.Addr("broker").String(), srv.Addr("grpc").String()
+	// Topics made in the engine reach the name server with the broker's
+	// next registration; a producer asking before would get the default
+	// route instead.
+	k := &karman{t: t, namesrv: g.namesrv}
+	for _, name := range []string{authTopic, authForbidden} {
+		k.waitRoute(name)
+	}
 	return g
 }
 
