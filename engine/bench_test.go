@@ -74,14 +74,21 @@ func BenchmarkSendSyncParallel(b *testing.B) {
 }
 
 // BenchmarkPull32 reads 1 KiB messages from the page cache, 32 per pull.
-func BenchmarkPull32(b *testing.B) {
-	e := benchEngine(b, &Options{})
+func BenchmarkPull32(b *testing.B) { benchPull32(b, &Options{}, 32*1024, "") }
+
+// benchPull32 fills queue 0 of topic B with perQueue 1 KiB messages
+// (tagged when tag is set) on an engine opened with o, then measures
+// pulls of 32, going round the queue.
+func benchPull32(b *testing.B, o *Options, perQueue int64, tag string) {
+	e := benchEngine(b, o)
 	ctx := context.Background()
 	batch := make([]*message.Message, 32)
 	for i := range batch {
 		batch[i] = &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
+		if tag != "" {
+			batch[i].SetTags(tag)
+		}
 	}
-	const perQueue = 32 * 1024
 	for range perQueue / 32 {
 		if _, err := e.SendBatch(ctx, batch, 0); err != nil {
 			b.Fatal(err)

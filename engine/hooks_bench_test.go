@@ -51,40 +51,6 @@ func BenchmarkHooksSend(b *testing.B) {
 // what a hook point costs the pull path.
 func BenchmarkHooksPull32(b *testing.B) {
 	for _, hc := range hookCases {
-		b.Run(hc.name, func(b *testing.B) {
-			e := benchEngine(b, &Options{Hooks: hc.hooks})
-			ctx := context.Background()
-			batch := make([]*message.Message, 32)
-			for i := range batch {
-				batch[i] = &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}
-				batch[i].SetTags("bench")
-			}
-			const perQueue = 8 * 1024
-			for range perQueue / 32 {
-				if _, err := e.SendBatch(ctx, batch, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := e.WaitDispatched(ctx); err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(32 * 1024)
-			b.ReportAllocs()
-			var off int64
-			for b.Loop() {
-				res, err := e.Pull(ctx, "B", 0, off, 32, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(res.Records) != 32 {
-					b.Fatalf("pulled %d", len(res.Records))
-				}
-				off = res.NextOffset
-				res.Release()
-				if off == perQueue {
-					off = 0
-				}
-			}
-		})
+		b.Run(hc.name, func(b *testing.B) { benchPull32(b, &Options{Hooks: hc.hooks}, 8*1024, "bench") })
 	}
 }
