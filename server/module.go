@@ -167,6 +167,19 @@ type Cleaner interface {
 	Cleanup() error
 }
 
+// StopFunc is a stop function such as a module's Start may keep; its
+// Stop calls it, and does nothing when it is nil (Start failed or never
+// ran).
+type StopFunc func(context.Context) error
+
+// Stop calls f, if set.
+func (f StopFunc) Stop(ctx context.Context) error {
+	if f == nil {
+		return nil
+	}
+	return f(ctx)
+}
+
 // Host is what the server hands a module when it starts.
 type Host struct {
 	// Engine is open for as long as the module runs.

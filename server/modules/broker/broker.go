@@ -68,7 +68,7 @@ var (
 // Stop ends.
 type Module struct {
 	Config Config
-	stop   func(context.Context) error
+	stop   karman.StopFunc
 }
 
 // New returns a broker module with the default settings.
@@ -116,10 +116,7 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 
 // Stop stops serving and deregisters from the name servers.
 func (m *Module) Stop(ctx context.Context) error {
-	if m.stop == nil {
-		return nil
-	}
-	return m.stop(ctx)
+	return m.stop.Stop(ctx)
 }
 
 // Config holds the broker's own settings.

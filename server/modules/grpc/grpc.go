@@ -47,7 +47,7 @@ var (
 // Module is the gRPC module.
 type Module struct {
 	Config Config
-	stop   func(context.Context) error
+	stop   karman.StopFunc
 }
 
 // KarmanModule implements karman.Module.
@@ -75,10 +75,7 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 
 // Stop stops serving, gracefully within ctx's deadline.
 func (m *Module) Stop(ctx context.Context) error {
-	if m.stop == nil {
-		return nil
-	}
-	return m.stop(ctx)
+	return m.stop.Stop(ctx)
 }
 
 // Config holds the front-end's own settings.

@@ -51,7 +51,7 @@ var (
 // Module is the name-server module. It has no settings beyond its
 // address.
 type Module struct {
-	stop func(context.Context) error
+	stop karman.StopFunc
 }
 
 // KarmanModule implements karman.Module.
@@ -66,10 +66,7 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 
 // Stop stops serving.
 func (m *Module) Stop(ctx context.Context) error {
-	if m.stop == nil {
-		return nil
-	}
-	return m.stop(ctx)
+	return m.stop.Stop(ctx)
 }
 
 // Start serves a new, empty route table on h.Listener. The engine's
