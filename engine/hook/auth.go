@@ -41,7 +41,7 @@ func (p Principal) Anonymous() bool { return p.Name == "" }
 // front-end fills them from the protocol and verifies nothing; the
 // Authenticator does.
 type Credentials struct {
-	// Protocol is the front-end: "remoting" or "grpc".
+	// Protocol is the front-end: "remoting", "grpc" or "mqtt".
 	Protocol string
 	// Addr is the client's address; zero when unknown.
 	Addr netip.AddrPort
@@ -64,6 +64,12 @@ type Credentials struct {
 	// SecurityToken is the session token of temporary credentials, if
 	// any (remoting extField SecurityToken, gRPC x-mq-session-token).
 	SecurityToken string
+	// Username and Password are an MQTT CONNECT's; Password is nil when
+	// the packet has none. Read-only; valid only during the call.
+	Username string
+	Password []byte
+	// ClientID is the MQTT client identifier ("" for other protocols).
+	ClientID string
 	// Fields are the raw fields the credentials were taken from, for
 	// schemes of one's own: a remoting request's extFields, a gRPC
 	// call's RocketMQ headers (authorization and the x-mq-* headers,
@@ -107,9 +113,10 @@ const (
 	ResourceTopic   ResourceType = iota + 1 // a topic (or light queue)
 	ResourceGroup                           // a consumer or producer group
 	ResourceCluster                         // the cluster or broker as a whole
+	ResourceMQTT                            // an MQTT topic name or filter, as the device wrote it
 )
 
-var resourceNames = [...]string{"", "Topic", "Group", "Cluster"}
+var resourceNames = [...]string{"", "Topic", "Group", "Cluster", "mqtt"}
 
 func (t ResourceType) String() string {
 	if int(t) < len(resourceNames) && t != 0 {
@@ -133,6 +140,11 @@ func Group(name string) Resource { return Resource{ResourceGroup, name} }
 
 // Cluster returns the resource of cluster (or broker) name.
 func Cluster(name string) Resource { return Resource{ResourceCluster, name} }
+
+// MQTT returns the resource of an MQTT topic name (publish) or topic filter
+// (subscribe) as the client wrote it. The MQTT front-end authorizes an
+// action on the RocketMQ topic it maps to (Topic) and then on this.
+func MQTT(topic string) Resource { return Resource{ResourceMQTT, topic} }
 
 func (r Resource) String() string { return r.Type.String() + ":" + r.Name }
 
