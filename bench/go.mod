@@ -67,6 +67,7 @@ require (
 	github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
 	github.com/karmanmq/karman/engine v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/protocol/grpc v0.0.0-00010101000000-000000000000
+	github.com/karmanmq/karman/protocol/mqtt v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/protocol/remoting v0.0.0-00010101000000-000000000000
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
@@ -85,3 +86,5 @@ replace (
 replace github.com/karmanmq/karman/protocol/grpc => ../protocol/grpc
 
 replace google.golang.org/genproto => google.golang.org/genproto v0.0.0-20261026165753-2ffab32bce7e
+
+replace github.com/karmanmq/karman/protocol/mqtt => ../protocol/mqtt
