@@ -386,7 +386,7 @@ func TestPahoV3(t *testing.T) {
 	for _, level := range []uint{4, 3} {
 		got := make(chan mqttv3.Message, 10)
 		opts := func(id string) *mqttv3.ClientOptions {
-			o := mqttv3.NewClientOptions().AddBroker("tcp://" + b.l.Addr().String()).SetClientID(id).
+			o := mqttv3.NewClientOptions().AddBroker("tcp://"+b.l.Addr().String()).SetClientID(id).
 				SetProtocolVersion(level).SetAutoReconnect(false).SetConnectRetry(false).SetCleanSession(true).
 				SetUsername("user").SetPassword("secret").SetWill("interop/will", "gone", 1, false)
 			o.Servers = []*url.URL{{Scheme: "tcp", Host: b.l.Addr().String()}}
