@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -389,7 +388,6 @@ func TestPahoV3(t *testing.T) {
 			o := mqttv3.NewClientOptions().AddBroker("tcp://"+b.l.Addr().String()).SetClientID(id).
 				SetProtocolVersion(level).SetAutoReconnect(false).SetConnectRetry(false).SetCleanSession(true).
 				SetUsername("user").SetPassword("secret").SetWill("interop/will", "gone", 1, false)
-			o.Servers = []*url.URL{{Scheme: "tcp", Host: b.l.Addr().String()}}
 			return o
 		}
 		wait := func(tok mqttv3.Token, what string) {
