@@ -35,6 +35,7 @@ type Conn struct {
 	wmu sync.Mutex
 	w   *bufio.Writer
 	buf []byte
+	pub packet.Publish // reused by Publish under wmu
 
 	acks chan struct{} // one token per outstanding QoS 1 PUBLISH
 	done chan struct{}
@@ -142,6 +143,9 @@ func (c *Conn) readLoop(onPublish func(p *packet.Publish)) {
 	defer close(c.done)
 	for {
 		p, err := c.dec.Read()
+		if err == nil {
+			err = packet.CheckFromServer(p, c.version)
+		}
 		if err != nil {
 			c.err = err
 			return
@@ -179,7 +183,17 @@ func (c *Conn) Publish(ctx context.Context, topic string, qos byte, id uint16, p
 			return ctx.Err()
 		}
 	}
-	return c.write(&packet.Publish{Topic: topic, QoS: qos, PacketID: id, Payload: payload}, true)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.pub = packet.Publish{Topic: topic, QoS: qos, PacketID: id, Payload: payload}
+	var err error
+	if c.buf, err = c.pub.AppendTo(c.buf[:0], c.version); err != nil {
+		return err
+	}
+	if _, err = c.w.Write(c.buf); err == nil {
+		err = c.w.Flush()
+	}
+	return err
 }
 
 // Drain waits until every QoS 1 PUBLISH sent is acknowledged.

@@ -507,3 +507,24 @@ func TestReasonCodeString(t *testing.T) {
 		t.Fatal("v3 mapping")
 	}
 }
+
+func TestCheckFromServer(t *testing.T) {
+	for _, tc := range []struct {
+		p  Packet
+		v  byte
+		ok bool
+	}{
+		{&Connack{}, Version5, true},
+		{&Publish{Topic: "a"}, Version311, true},
+		{&Disconnect{}, Version5, true},
+		{&Disconnect{}, Version311, false},
+		{&Subscribe{}, Version5, false},
+		{&Pingreq{}, Version311, false},
+		{&Connect{}, Version5, false},
+	} {
+		err := CheckFromServer(tc.p, tc.v)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrProtocol)) {
+			t.Errorf("%s v%d: %v", tc.p.Type(), tc.v, err)
+		}
+	}
+}
