@@ -138,3 +138,25 @@ func TestDialRefused(t *testing.T) {
 		t.Fatal("size 4 accepted")
 	}
 }
+
+// TestLossCounted checks that a phase whose deliveries never come ends
+// after the drain timeout and reports them lost: the subscriber listens
+// on another topic than the publisher's.
+func TestLossCounted(t *testing.T) {
+	tg := startPeer(t)
+	o := small()
+	o.DrainTimeout = 300 * time.Millisecond
+	f := &flow{phase: "loss", qos: 1, pubTopics: []string{"bench/loss/a"}, perPub: []int64{50},
+		subFilters: []string{"bench/loss/b"}, expected: 50}
+	start := time.Now()
+	r, err := f.run(context.Background(), tg, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Delivered != 0 || r.Lost != 50 || r.Published != 50 || r.MsgsPerSec != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if el := time.Since(start); el < o.DrainTimeout {
+		t.Fatalf("ended after %v, before the drain timeout", el)
+	}
+}

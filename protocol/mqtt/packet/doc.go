@@ -63,7 +63,8 @@
 // Topic filter syntax is left to package topic, because an MQTT 5 server
 // answers a bad filter in the SUBACK rather than closing. [CheckFromClient]
 // (or Decoder.FromClient) adds the direction rules: no server-only packet,
-// no second CONNECT and no Subscription Identifier in a client's PUBLISH.
+// no second CONNECT and no Subscription Identifier in a client's PUBLISH;
+// [CheckFromServer] is the client's side of the same rules.
 //
 // # Writing
 //
