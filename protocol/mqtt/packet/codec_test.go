@@ -528,3 +528,46 @@ func TestCheckFromServer(t *testing.T) {
 		}
 	}
 }
+
+func TestWillPublishAndClone(t *testing.T) {
+	c := &Connect{Version: Version5, ClientID: "c", Will: &Will{QoS: 1, Retain: true, Topic: "w", Payload: []byte("bye"),
+		Properties: Properties{WillDelay: 30, PayloadFormat: 1, MessageExpiry: 9, ContentType: "t", ResponseTopic: "r",
+			CorrelationData: []byte{7}, UserProperties: []UserProperty{{"k", "1"}, {"k", "2"}}}}}
+	b, _ := c.AppendTo(nil, 0)
+	d := NewDecoder(bytes.NewReader(b))
+	p, err := d.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.(*Connect).Will
+	pub := w.Publish()
+	pub.PacketID = 1
+	enc, err := pub.AppendTo(nil, Version5)
+	if err != nil {
+		t.Fatalf("a will's PUBLISH does not encode: %v", err)
+	}
+	got, err := ReadPacket(bufio.NewReader(bytes.NewReader(enc)), Version5, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp := got.(*Publish)
+	want := c.Will.Properties
+	want.WillDelay = 0
+	if gp.Topic != "w" || gp.QoS != 1 || !gp.Retain || string(gp.Payload) != "bye" ||
+		!equalIgnoringPresence(Publish{Properties: want}, Publish{Properties: gp.Properties}, Version5) {
+		t.Fatalf("will published as %+v", gp)
+	}
+	// The clone does not share memory with the decoded packet.
+	w.Payload[0] = 'X'
+	w.Properties.CorrelationData[0] = 0
+	w.Properties.UserProperties[0].Value = "changed"
+	if string(pub.Payload) != "bye" || pub.Properties.CorrelationData[0] != 7 || pub.Properties.UserProperties[0].Value != "1" {
+		t.Fatalf("the will's PUBLISH aliases the CONNECT: %+v", pub)
+	}
+	cl := gp.Clone()
+	gp.Payload[0] = 'Y'
+	gp.Properties.UserProperties[1].Key = "z"
+	if string(cl.Payload) != "bye" || cl.Properties.UserProperties[1].Key != "k" {
+		t.Fatalf("Clone aliases: %+v", cl)
+	}
+}
