@@ -276,6 +276,7 @@ func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.Handl
 		if id, ok := c.Get(attrClientID); ok {
 			cl.ID, _ = id.(string)
 		}
+		ctx = hook.NewContext(ctx, cl) // Authorizers read the client's address from it
 		if guarded {
 			req.LoadExtFields()
 			acc, group, err := r(b, req)
@@ -294,7 +295,7 @@ func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.Handl
 				}
 			}
 		}
-		return f(hook.NewContext(ctx, cl), c, req)
+		return f(ctx, c, req)
 	}
 }
 
