@@ -316,8 +316,9 @@ func (a *ACL) User(name string) (User, error) {
 }
 
 // HasSuper reports whether an enabled super user exists.
-func (a *ACL) HasSuper() bool {
-	s := a.snap.Load()
+func (a *ACL) HasSuper() bool { return a.snap.Load().hasSuper() }
+
+func (s *snapshot) hasSuper() bool {
 	if s == nil {
 		return false
 	}
@@ -354,14 +355,21 @@ func (a *ACL) change(name string, fn func(u *User) (*User, error)) error {
 		users[k] = v
 	}
 	if next == nil {
+		delete(users, name)
+		if s.hasSuper() && !(&snapshot{users: users}).hasSuper() {
+			return fmt.Errorf("%w (%s)", ErrLastSuper, name)
+		}
 		if err := a.store.DeleteAuthRecord(name); err != nil {
 			return fmt.Errorf("acl: delete user %s: %w", name, err)
 		}
-		delete(users, name)
 	} else {
 		c, err := compileUser(*next)
 		if err != nil {
 			return err
+		}
+		users[name] = c
+		if s.hasSuper() && !(&snapshot{users: users}).hasSuper() {
+			return fmt.Errorf("%w (%s)", ErrLastSuper, name)
 		}
 		b, err := json.Marshal(next)
 		if err != nil {
@@ -370,7 +378,6 @@ func (a *ACL) change(name string, fn func(u *User) (*User, error)) error {
 		if err := a.store.PutAuthRecord(name, b); err != nil {
 			return fmt.Errorf("acl: write user %s: %w", name, err)
 		}
-		users[name] = c
 	}
 	a.snap.Store(&snapshot{users: users})
 	return nil

@@ -279,6 +279,15 @@ func TestUserAdmin(t *testing.T) {
 	if !a.HasSuper() {
 		t.Fatal("no super user after creating one")
 	}
+	for _, fn := range []func() error{
+		func() error { return a.DeleteUser("root") },
+		func() error { return a.UpdateUser("root", UserChange{Status: Disabled}) },
+		func() error { return a.UpdateUser("root", UserChange{Type: Normal}) },
+	} {
+		if err := fn(); !errors.Is(err, ErrLastSuper) {
+			t.Errorf("changing the last super user: %v, want ErrLastSuper", err)
+		}
+	}
 	if err := a.CreateUser(User{Name: "app", Secret: "appsecret"}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,9 @@ var (
 	ErrUserExists = errors.New("acl: user already exists")
 	// ErrNotReady: the ACL has no store attached yet (Attach).
 	ErrNotReady = errors.New("acl: not attached to a store")
+	// ErrLastSuper: a change would leave no enabled super user, and so
+	// nobody to administer the ACL.
+	ErrLastSuper = errors.New("acl: the last enabled super user cannot be deleted, disabled or demoted")
 )
 
 // UserType is a user's kind. A super user may do everything; a normal

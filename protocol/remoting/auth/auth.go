@@ -44,3 +44,17 @@ func Credentials(req *wire.Command, addr netip.AddrPort) *hook.Credentials {
 	}
 	return cr
 }
+
+// Sign adds the ACL credentials of accessKey to req, as RocketMQ's
+// client RPC hook does: the AccessKey extField, then the Signature of
+// every extField and the body under secretKey. Sign req last: a field
+// or body changed afterwards breaks the signature.
+func Sign(req *wire.Command, accessKey, secretKey string) {
+	req.LoadExtFields()
+	if req.ExtFields == nil {
+		req.ExtFields = map[string]string{}
+	}
+	delete(req.ExtFields, rmqauth.FieldSignature)
+	req.ExtFields[rmqauth.FieldAccessKey] = accessKey
+	req.ExtFields[rmqauth.FieldSignature] = rmqauth.SignRemoting(rmqauth.RemotingContent(req.ExtFields, req.Body), secretKey)
+}

@@ -246,6 +246,18 @@ var rules = map[wire.RequestCode]rule{
 	wire.GetConsumerRunningInfo:           onGroup(hook.ActionGet, "consumerGroup", ""),
 	wire.ConsumeMessageDirectly:           onGroup(hook.ActionUpdate, "consumerGroup", "topic"),
 	wire.KarmanResendDeadLetter:           onGroup(hook.ActionUpdate, "group", ""),
+
+	// ACL administration (auth_admin.go), as RocketMQ's ACL has it.
+	wire.AuthCreateUser: onCluster(hook.ActionUpdate),
+	wire.AuthUpdateUser: onCluster(hook.ActionUpdate),
+	wire.AuthDeleteUser: onCluster(hook.ActionUpdate),
+	wire.AuthGetUser:    onCluster(hook.ActionGet),
+	wire.AuthListUser:   onCluster(hook.ActionGet),
+	wire.AuthCreateACL:  onCluster(hook.ActionUpdate),
+	wire.AuthUpdateACL:  onCluster(hook.ActionUpdate),
+	wire.AuthDeleteACL:  onCluster(hook.ActionUpdate),
+	wire.AuthGetACL:     onCluster(hook.ActionGet),
+	wire.AuthListACL:    onCluster(hook.ActionGet),
 }
 
 // handle routes f for code on mux, inline or not, guarded when the
