@@ -140,7 +140,7 @@ func TestPrecedence(t *testing.T) {
 
 // TestUnknownEnv checks that variables naming no flag are ignored with a
 // warning, with the nearest flag for a typo, and that Kubernetes service
-// links pass without one.
+// links and the client commands' credentials pass without one.
 func TestUnknownEnv(t *testing.T) {
 	environ := []string{
 		"KARMAN_DATA=/x",
@@ -155,6 +155,8 @@ func TestUnknownEnv(t *testing.T) {
 		"KARMAN_SERVICE_HOST=10.0.0.7",
 		"KARMAN_SERVICE_PORT=9876",
 		"KARMAN_SERVICE_PORT_NAMESRV=9876",
+		"KARMAN_ACCESS_KEY=admin",
+		"KARMAN_SECRET_KEY=s3cret-admin",
 	}
 	c, _, warnings, err := loadWarn(t, nil, environ)
 	if err != nil {
