@@ -92,7 +92,9 @@ func (c *Client) DeleteUser(ctx context.Context, name string) (*AuthChange, erro
 	return c.authWrite(ctx, wire.AuthDeleteUser, &wire.AuthHeader{Username: name}, nil)
 }
 
-func userOf(u wire.UserInfo) User { return User{Name: u.Username, Type: u.UserType, Status: u.UserStatus} }
+func userOf(u wire.UserInfo) User {
+	return User{Name: u.Username, Type: u.UserType, Status: u.UserStatus}
+}
 
 // GetUser returns a user.
 func (c *Client) GetUser(ctx context.Context, name string) (*User, error) {
