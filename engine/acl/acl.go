@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -75,12 +76,18 @@ type compiled struct {
 	disabled bool
 	byType   [hook.ResourceMQTT + 1][]rule // index 0: rules on every type
 	hasMQTT  bool
+	macs     sync.Pool // of the HMAC-SHA1 of the secret (rmqauth.NewMAC)
 }
 
 var (
 	_ hook.Authenticator = (*ACL)(nil)
 	_ hook.Authorizer    = (*ACL)(nil)
+	_ hook.FieldsUnused  = (*ACL)(nil)
 )
+
+// FieldsUnused implements hook.FieldsUnused: the ACL reads the access
+// key, signature and content of credentials, not their raw fields.
+func (*ACL) FieldsUnused() {}
 
 // New returns an ACL with no users, not attached to a store.
 func New(opts Options) *ACL {
@@ -126,6 +133,8 @@ func compileUser(u User) (*compiled, error) {
 		return nil, err
 	}
 	c := &compiled{user: u, super: u.Type == Super, disabled: u.Status == Disabled}
+	secret := u.Secret
+	c.macs.New = func() any { return rmqauth.NewMAC(secret) }
 	for _, e := range u.Policies {
 		r, err := compileEntry(e)
 		if err != nil {
@@ -182,7 +191,10 @@ func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Princip
 			return hook.Principal{}, a.refuseAuth(c, c.AccessKey, err)
 		}
 	}
-	if err := rmqauth.Verify(c, u.user.Secret); err != nil {
+	m := u.macs.Get().(hash.Hash)
+	err := rmqauth.VerifyMAC(c, m)
+	u.macs.Put(m)
+	if err != nil {
 		return hook.Principal{}, a.refuseAuth(c, c.AccessKey, err)
 	}
 	return hook.Principal{Name: u.user.Name}, nil

@@ -54,7 +54,9 @@ func (p *Processor) guard(code wire.RequestCode, f server.HandlerFunc) server.Ha
 		addr := auth.Addr(c)
 		cl := &hook.Client{Protocol: auth.Protocol, Addr: addr}
 		ctx = hook.NewContext(ctx, cl) // Authorizers read the client's address from it
-		pr, err := set.Authenticate(ctx, auth.Credentials(req, addr))
+		cr := auth.Credentials(req, addr, true)
+		pr, err := set.Authenticate(ctx, cr)
+		auth.Release(cr)
 		if err != nil {
 			return errorResponse(req, wire.NoPermission, "namesrv: %s: %v", req.RequestCode(), err)
 		}
