@@ -83,7 +83,7 @@ func (g *Generator) pull(ctx context.Context, w bench.Workload, queues []Queue, 
 	for i, q := range queues {
 		p := ps[i%pullers]
 		c := newCursor(g.o.ConsumerGroup, w.Topic, q, begin[i], end[i], w.Batch)
-		c.sign = g.sign
+		c.sign = g.signer()
 		p.cursors = append(p.cursors, c)
 	}
 

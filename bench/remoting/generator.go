@@ -56,7 +56,16 @@ type Options struct {
 type Generator struct {
 	o    Options
 	ns   *peer.Peer
-	sign func(*wire.Command) // nil without credentials
+	sign func(*wire.Command) // nil without credentials; one goroutine at a time
+}
+
+// signer returns a signing function of its own (a sender or puller's),
+// nil without credentials.
+func (g *Generator) signer() func(*wire.Command) {
+	if g.o.AccessKey == "" {
+		return nil
+	}
+	return auth.NewSigner(g.o.AccessKey, g.o.SecretKey).Sign
 }
 
 // New connects to the name server.
@@ -81,7 +90,9 @@ func New(ctx context.Context, o Options) (*Generator, error) {
 	}
 	g := &Generator{o: o}
 	if o.AccessKey != "" {
-		g.sign = func(c *wire.Command) { auth.Sign(c, o.AccessKey, o.SecretKey) }
+		var mu sync.Mutex
+		s := auth.NewSigner(o.AccessKey, o.SecretKey)
+		g.sign = func(c *wire.Command) { mu.Lock(); s.Sign(c); mu.Unlock() }
 	}
 	var err error
 	if g.ns, err = g.dial(ctx, o.NameServer); err != nil {

@@ -55,7 +55,7 @@ func (g *Generator) produce(ctx context.Context, w bench.Workload, queues []Queu
 	senders := make([]*sender, len(producers))
 	for i := range producers {
 		senders[i] = newSender(g.o.ProducerGroup, w.Topic, body, queues, i)
-		senders[i].sign = g.sign
+		senders[i].sign = g.signer()
 	}
 
 	var acked, retries atomic.Int64

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"encoding/base64"
+	"hash"
 	"net/netip"
 	"sync"
 
@@ -75,11 +77,33 @@ var credentials = sync.Pool{New: func() any { return &hook.Credentials{} }}
 // every extField and the body under secretKey. Sign req last: a field
 // or body changed afterwards breaks the signature.
 func Sign(req *wire.Command, accessKey, secretKey string) {
+	NewSigner(accessKey, secretKey).Sign(req)
+}
+
+// Signer signs requests as Sign does, reusing its HMAC and buffer: for
+// a client that signs many. A Signer is used by one goroutine at a time.
+type Signer struct {
+	accessKey string
+	mac       hash.Hash
+	buf       []byte
+}
+
+// NewSigner returns a Signer for accessKey and secretKey.
+func NewSigner(accessKey, secretKey string) *Signer {
+	return &Signer{accessKey: accessKey, mac: rmqauth.NewMAC(secretKey)}
+}
+
+// Sign signs req.
+func (s *Signer) Sign(req *wire.Command) {
 	req.LoadExtFields()
 	if req.ExtFields == nil {
 		req.ExtFields = map[string]string{}
 	}
 	delete(req.ExtFields, rmqauth.FieldSignature)
-	req.ExtFields[rmqauth.FieldAccessKey] = accessKey
-	req.ExtFields[rmqauth.FieldSignature] = rmqauth.SignRemoting(rmqauth.RemotingContent(req.ExtFields, req.Body), secretKey)
+	req.ExtFields[rmqauth.FieldAccessKey] = s.accessKey
+	s.buf = rmqauth.AppendRemotingContent(s.buf[:0], req.ExtFields, req.Body)
+	s.mac.Reset()
+	s.mac.Write(s.buf)
+	var sum [32]byte
+	req.ExtFields[rmqauth.FieldSignature] = base64.StdEncoding.EncodeToString(s.mac.Sum(sum[:0]))
 }
