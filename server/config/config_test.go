@@ -299,3 +299,33 @@ func TestEnvName(t *testing.T) {
 		t.Errorf("EnvName = %q", got)
 	}
 }
+
+// TestPrintRedactsSecrets: a flag marked secret prints as Redacted when
+// set, in both formats, and as itself when empty.
+func TestPrintRedactsSecrets(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("x-secret", "", "")
+	fs.String("x-user", "", "")
+	MarkSecret(fs, "x-secret")
+	for _, format := range []string{"json", "kv"} {
+		var out bytes.Buffer
+		if err := Print(&out, fs, format); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), Redacted) {
+			t.Errorf("%s: an empty secret is redacted:\n%s", format, out.String())
+		}
+	}
+	if err := fs.Parse([]string{"--x-secret", "hunter22", "--x-user", "u"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"json", "kv"} {
+		var out bytes.Buffer
+		if err := Print(&out, fs, format); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "hunter22") || !strings.Contains(out.String(), Redacted) || !strings.Contains(out.String(), "u") {
+			t.Errorf("%s:\n%s", format, out.String())
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/acl"
 	karman "github.com/karmanmq/karman/server"
+	"github.com/karmanmq/karman/server/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 )
@@ -62,6 +63,7 @@ func (m *Module) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&m.on, Name, false, "authenticate and authorize every request with the access-control list (users and policies, RocketMQ ACL 2.0)")
 	fs.StringVar(&m.initUser, Name+"-init-user", "", "with --auth: create this super user at start-up unless it exists")
 	fs.StringVar(&m.initSecret, Name+"-init-secret", "", "the secret of --auth-init-user (better set as KARMAN_AUTH_INIT_SECRET)")
+	config.MarkSecret(fs, Name+"-init-secret")
 	fs.DurationVar(&m.clockSkew, Name+"-clock-skew", acl.DefaultClockSkew, "how far a gRPC request's x-mq-date-time may be from this server's clock")
 }
 

@@ -190,6 +190,7 @@ and phase: a table, or JSON with --json:
 	f.StringVar(&b.data, "data", "", "data directory of the in-process Karman (default a temporary directory, removed afterwards)")
 	f.StringVar(&b.accessKey, "access-key", os.Getenv("KARMAN_ACCESS_KEY"), "sign remoting requests as this user (default from KARMAN_ACCESS_KEY); without --addr, run the in-process Karman with --auth")
 	f.StringVar(&b.secretKey, "secret-key", "", "the secret of --access-key (default from KARMAN_SECRET_KEY)")
+	config.MarkSecret(f, "secret-key")
 	f.IntVar(&b.authUsers, "auth-users", 300, "with --peer auth or --access-key and no --addr: other users, one policy each, the in-process ACL holds")
 	f.BoolVar(&b.json, "json", false, "print JSON lines instead of a table")
 	f.StringVar(&b.trace, "trace", "", "write an execution trace of the measured part of the Karman phase to this file")
@@ -391,7 +392,7 @@ func flagLine(fs *pflag.FlagSet) string {
 	var parts []string
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Name != "help" {
-			parts = append(parts, "--"+f.Name+"="+f.Value.String())
+			parts = append(parts, "--"+f.Name+"="+config.Shown(f))
 		}
 	})
 	return strings.Join(parts, " ")
