@@ -20,6 +20,11 @@
 // (only who may write the data directory can). There is no network path
 // to it: a running server always has a super user.
 //
+// The name server authenticates and authorizes only its admin requests
+// (delete topic, KV config, broker write permission): route queries and
+// broker registration stay open, as RocketMQ's name server leaves them,
+// since clients look routes up before they talk to any broker.
+//
 // --auth-clock-skew bounds how far a gRPC request's x-mq-date-time may be
 // from the server's clock (default 15m).
 //
