@@ -41,7 +41,7 @@ func Credentials(req *wire.Command, addr netip.AddrPort, fields bool) *hook.Cred
 		Protocol:      Protocol,
 		Addr:          addr,
 		AccessKey:     req.ExtField(rmqauth.FieldAccessKey),
-		Signature:     req.ExtField(rmqauth.FieldSignature),
+		Signature:     req.ExtFieldOnce(rmqauth.FieldSignature),
 		SecurityToken: req.ExtField(rmqauth.FieldSecurityToken),
 	}
 	if fields {

@@ -236,7 +236,13 @@ func parseDecSlow(b []byte, bits int) (int64, bool) {
 // (DecodeOptions.DeferExtFields) in place instead of loading them all
 // into ExtFields; names (topics, groups, keys) read again and again do
 // not allocate.
-func (c *Command) ExtField(key string) string {
+func (c *Command) ExtField(key string) string { return c.extField(key, true) }
+
+// ExtFieldOnce is ExtField for values that differ from request to request
+// (a signature): they are not kept in the cache of names.
+func (c *Command) ExtFieldOnce(key string) string { return c.extField(key, false) }
+
+func (c *Command) extField(key string, name bool) string {
 	if c.hdr != nil || (c.ext != nil && c.pairs == nil) {
 		c.LoadExtFields()
 	}
@@ -249,10 +255,13 @@ func (c *Command) ExtField(key string) string {
 			v, found = e.val, true // the last of a repeated key wins
 		}
 	}
-	if !found {
+	switch {
+	case !found:
 		return c.ExtFields[key]
+	case name:
+		return internName(v)
 	}
-	return internName(v)
+	return string(v)
 }
 
 // AppendExtValues appends the values of every extField but skip, in the
