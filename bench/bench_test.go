@@ -138,7 +138,7 @@ func TestRunTableAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "system") || !strings.Contains(lines[1], "20000") || !strings.HasPrefix(lines[1], "karman  produce ") {
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "system") || !strings.Contains(lines[1], "20000") || !strings.HasPrefix(lines[1], "karman      produce ") {
 		t.Errorf("table:\n%s", out.String())
 	}
 

@@ -82,7 +82,7 @@ type Printer struct {
 // table with fixed-width columns, its header before the first row.
 func NewPrinter(w io.Writer, asJSON bool) *Printer { return &Printer{w: w, json: asJSON} }
 
-const tableRow = "%-7s %-13s %12s %9s %10s %10s %10s %10s %6s %9s %8s %-8s %-8s\n"
+const tableRow = "%-11s %-13s %12s %9s %10s %10s %10s %10s %6s %9s %8s %-8s %-8s\n"
 
 // Print writes one Result.
 func (p *Printer) Print(r Result) error {

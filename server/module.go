@@ -58,6 +58,12 @@ func (id ModuleID) Name() string {
 // start before the front-ends take requests and stop after they stop.
 const PluginsID ModuleID = "plugin.process"
 
+// AuthID is the id of the module that installs the access-control list
+// (server/modules/auth). Front-ends whose requests run the engine's
+// hooks depend on it, optionally, so that no request is served before
+// the ACL is loaded.
+const AuthID ModuleID = "auth.acl"
+
 // Dependency is a module another one needs.
 type Dependency struct {
 	ID ModuleID

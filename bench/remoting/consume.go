@@ -82,7 +82,9 @@ func (g *Generator) pull(ctx context.Context, w bench.Workload, queues []Queue, 
 	}
 	for i, q := range queues {
 		p := ps[i%pullers]
-		p.cursors = append(p.cursors, newCursor(g.o.ConsumerGroup, w.Topic, q, begin[i], end[i], w.Batch))
+		c := newCursor(g.o.ConsumerGroup, w.Topic, q, begin[i], end[i], w.Batch)
+		c.sign = g.signer()
+		p.cursors = append(p.cursors, c)
 	}
 
 	var (
@@ -147,6 +149,7 @@ type cursor struct {
 	end     int64
 	cmd     *wire.Command
 	scratch []byte
+	sign    func(*wire.Command) // nil: unsigned
 }
 
 func newCursor(group, topic string, q Queue, begin, end int64, batch int) *cursor {
@@ -178,6 +181,9 @@ func (c *cursor) pullOnce(ctx context.Context, p *peer.Peer) (int, bool, error) 
 	if c.offset > 0 {
 		ext["sysFlag"] = strconv.Itoa(int(pullSysFlag | wire.PullFlagCommitOffset))
 		ext["commitOffset"] = ext["queueOffset"]
+	}
+	if c.sign != nil {
+		c.sign(c.cmd)
 	}
 	resp, err := p.Invoke(ctx, c.cmd)
 	if err != nil {

@@ -55,6 +55,7 @@ func (g *Generator) produce(ctx context.Context, w bench.Workload, queues []Queu
 	senders := make([]*sender, len(producers))
 	for i := range producers {
 		senders[i] = newSender(g.o.ProducerGroup, w.Topic, body, queues, i)
+		senders[i].sign = g.signer()
 	}
 
 	var acked, retries atomic.Int64
@@ -99,8 +100,9 @@ type sender struct {
 	h      wire.SendMessageRequestHeader // cmd's header, encoded from here
 	queues []Queue
 	next   int
-	props  []byte // "UNIQ_KEY\x01" + 32 hex digits + "\x02"
-	seqAt  int    // where the counter's 16 hex digits start in props
+	props  []byte              // "UNIQ_KEY\x01" + 32 hex digits + "\x02"
+	sign   func(*wire.Command) // nil: unsigned
+	seqAt  int                 // where the counter's 16 hex digits start in props
 	seq    uint64
 }
 
@@ -158,6 +160,11 @@ func (s *sender) prepare(now time.Time) Queue {
 		v >>= 4
 	}
 	s.h.Properties = string(s.props)
+	if s.sign != nil {
+		// A signed command carries its fields in ExtFields, to sign them.
+		s.cmd.SetHeader(&s.h)
+		s.sign(&s.cmd)
+	}
 	return q
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/karmanmq/karman/bench"
 	"github.com/karmanmq/karman/bench/internal/karmantest"
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/acl"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
@@ -127,5 +128,42 @@ func TestSenderKeysAreUnique(t *testing.T) {
 			t.Fatalf("message %d for queue %v: queueId %q, bname %q", i, q, qid, sent.ExtFields["bname"])
 		}
 		seen[p] = true
+	}
+}
+
+// TestSigned: with credentials every request is signed, so a broker
+// guarded by an ACL takes the sends and pulls of a user allowed them, and
+// refuses a wrong secret.
+func TestSigned(t *testing.T) {
+	a := acl.New(acl.Options{})
+	c := karmantest.StartHooked(t, engine.FlushAsync, a)
+	if err := a.Attach(c.Engine); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateUser(acl.User{Name: "root", Secret: "root-secret", Type: acl.Super}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateUser(acl.User{Name: "bench", Secret: "bench-secret", Policies: []acl.Entry{{Resource: "*", Actions: []string{"All"}, Decision: acl.Allow}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run := func(secret string, mode bench.Mode, w bench.Workload) error {
+		g, err := New(ctx, Options{NameServer: c.NameServer, Queues: 4, AccessKey: "bench", SecretKey: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		var out bytes.Buffer
+		return bench.Run(ctx, mode, w, []bench.Target{{System: "karman", Client: "karman", Generator: g}}, bench.NewPrinter(&out, true))
+	}
+	if err := run("bench-secret", bench.ModeProduce, bench.Workload{Topic: "S", Count: 200, Size: 100, Producers: 2, Inflight: 8}); err != nil {
+		t.Fatalf("signed produce: %v", err)
+	}
+	if err := run("bench-secret", bench.ModeConsume, bench.Workload{Topic: "S", Count: 200, Size: 100, Producers: 1, Batch: 16}); err != nil {
+		t.Fatalf("signed consume: %v", err)
+	}
+	if err := run("wrong-secret", bench.ModeProduce, bench.Workload{Topic: "S", Count: 10, Size: 100, Producers: 1}); err == nil || !strings.Contains(err.Error(), "signature mismatch") {
+		t.Fatalf("produce with a wrong secret: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ type Queue struct {
 // ErrNoRoute.
 func (g *Generator) Route(ctx context.Context, topic string) (write, read []Queue, err error) {
 	req := newRequest(wire.GetRouteInfoByTopic, &wire.GetRouteInfoRequestHeader{Topic: topic})
-	resp, err := g.ns.Invoke(ctx, req)
+	resp, err := g.ns.Invoke(ctx, g.signed(req))
 	if err != nil {
 		return nil, nil, fmt.Errorf("remoting: route of %s: %w", topic, err)
 	}
@@ -130,7 +130,7 @@ func (g *Generator) createTopic(ctx context.Context, addr, topic string) error {
 		Perm:            wire.PermRead | wire.PermWrite,
 		TopicFilterType: wire.TopicFilterSingleTag,
 	})
-	resp, err := p.Invoke(ctx, req)
+	resp, err := p.Invoke(ctx, g.signed(req))
 	if err != nil {
 		return fmt.Errorf("remoting: create %s on %s: %w", topic, addr, err)
 	}
@@ -155,7 +155,7 @@ func (g *Generator) maxOffsets(ctx context.Context, cs *conns, topic string, que
 	out := make([]int64, len(queues))
 	for i, q := range queues {
 		req := newRequest(wire.GetMaxOffset, &wire.GetMaxOffsetRequestHeader{Topic: topic, QueueID: q.ID, Committed: true, BrokerName: q.Broker})
-		resp, err := cs.get(q.Addr, 0).Invoke(ctx, req)
+		resp, err := cs.get(q.Addr, 0).Invoke(ctx, g.signed(req))
 		if err != nil {
 			return nil, fmt.Errorf("remoting: max offset of %s/%d: %w", topic, q.ID, err)
 		}

@@ -46,6 +46,9 @@ type Options struct {
 	// Queues is the queue count of topics the generator creates. Default
 	// remoting.DefaultQueues.
 	Queues int32
+	// AccessKey and SecretKey, when AccessKey is set, are the clients'
+	// primitive.Credentials (for a server with authentication on).
+	AccessKey, SecretKey string
 }
 
 // Generator drives a broker through the RocketMQ Go client. It implements
@@ -68,7 +71,7 @@ func New(ctx context.Context, o Options) (*Generator, error) {
 		o.ConsumerGroup = DefaultConsumerGroup
 	}
 	rlog.SetLogLevel("error")
-	admin, err := remoting.New(ctx, remoting.Options{NameServer: o.NameServer, Queues: o.Queues})
+	admin, err := remoting.New(ctx, remoting.Options{NameServer: o.NameServer, Queues: o.Queues, AccessKey: o.AccessKey, SecretKey: o.SecretKey})
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +92,7 @@ func (g *Generator) startProducers(n int) ([]rmq.Producer, error) {
 			producer.WithInstanceName(fmt.Sprintf("bench-%d-%d", run, i)),
 			producer.WithRetry(2),
 			producer.WithSendMsgTimeout(sendTimeout),
+			producer.WithCredentials(primitive.Credentials{AccessKey: g.o.AccessKey, SecretKey: g.o.SecretKey}),
 		)
 		if err == nil {
 			err = p.Start()
@@ -291,6 +295,7 @@ func (g *Generator) Consume(ctx context.Context, w bench.Workload) (bench.Measur
 			consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{g.o.NameServer})),
 			consumer.WithGroupName(g.o.ConsumerGroup),
 			consumer.WithInstance(fmt.Sprintf("bench-%d-%d", run, i)),
+			consumer.WithCredentials(primitive.Credentials{AccessKey: g.o.AccessKey, SecretKey: g.o.SecretKey}),
 		)
 		if err != nil {
 			return bench.Measurement{}, fmt.Errorf("rocketmq: pull consumer: %w", err)

@@ -12,7 +12,9 @@ import (
 type Authenticator interface {
 	// Authenticate verifies c and returns the principal it proves. An
 	// error (Unauthenticated, or any error matching ErrUnauthenticated)
-	// refuses the request.
+	// refuses the request. c belongs to the call: front-ends reuse it,
+	// so an Authenticator must not keep it, or anything in it but
+	// strings, after it returns.
 	Authenticate(ctx context.Context, c *Credentials) (Principal, error)
 }
 

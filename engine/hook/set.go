@@ -53,6 +53,25 @@ func (s *Set) Empty() bool {
 	return len(s.Store) == 0 && len(s.Deliver) == 0 && len(s.Authenticators) == 0 && len(s.Authorizers) == 0
 }
 
+// FieldsUnused is implemented by Authenticators that never read
+// Credentials.Fields: when every installed Authenticator does
+// (Set.NeedsFields is false), front-ends may leave Fields nil and spare
+// building it.
+type FieldsUnused interface {
+	FieldsUnused()
+}
+
+// NeedsFields reports whether an Authenticator may read
+// Credentials.Fields: whether one does not implement FieldsUnused.
+func (s *Set) NeedsFields() bool {
+	for _, a := range s.Authenticators {
+		if _, ok := a.(FieldsUnused); !ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Guarded reports whether requests are to be authenticated or authorized:
 // whether the set holds an Authenticator or an Authorizer.
 func (s *Set) Guarded() bool { return len(s.Authenticators) != 0 || len(s.Authorizers) != 0 }

@@ -13,6 +13,8 @@
 //	'o' len(group) group len(topic) topic qid → big-endian int64 offset
 //	'p' len(group) group len(topic) topic qid → pop state (package pop)
 //	's' name                                  → a broker secret
+//	'u' name                                  → an access-control user with its
+//	                                            policies (package acl, JSON)
 //
 // A Store is safe for concurrent use.
 package meta

@@ -577,3 +577,45 @@ func (s *Store) PutSecret(name string, secret []byte) error {
 		return nil
 	})
 }
+
+// AuthRecords returns every record of the access-control list (package
+// acl), by name. The store keeps them opaque.
+func (s *Store) AuthRecords() (map[string][]byte, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{'u'}, UpperBound: []byte{'u' + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("meta: read auth records: %w", err)
+	}
+	defer it.Close()
+	out := map[string][]byte{}
+	for it.First(); it.Valid(); it.Next() {
+		out[string(it.Key()[1:])] = append([]byte(nil), it.Value()...)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("meta: read auth records: %w", err)
+	}
+	return out, nil
+}
+
+// PutAuthRecord stores the access-control record name, synced.
+func (s *Store) PutAuthRecord(name string, rec []byte) error {
+	if name == "" {
+		return fmt.Errorf("%w: auth record without a name", ErrInvalid)
+	}
+	return s.write("put auth record", func() error {
+		if err := s.db.Set(append([]byte{'u'}, name...), rec, pebble.Sync); err != nil {
+			return fmt.Errorf("meta: write auth record: %w", err)
+		}
+		return nil
+	})
+}
+
+// DeleteAuthRecord deletes the access-control record name, synced; a
+// missing one is no error.
+func (s *Store) DeleteAuthRecord(name string) error {
+	return s.write("delete auth record", func() error {
+		if err := s.db.Delete(append([]byte{'u'}, name...), pebble.Sync); err != nil {
+			return fmt.Errorf("meta: delete auth record: %w", err)
+		}
+		return nil
+	})
+}

@@ -140,7 +140,7 @@ func TestPrecedence(t *testing.T) {
 
 // TestUnknownEnv checks that variables naming no flag are ignored with a
 // warning, with the nearest flag for a typo, and that Kubernetes service
-// links pass without one.
+// links and the client commands' credentials pass without one.
 func TestUnknownEnv(t *testing.T) {
 	environ := []string{
 		"KARMAN_DATA=/x",
@@ -155,6 +155,8 @@ func TestUnknownEnv(t *testing.T) {
 		"KARMAN_SERVICE_HOST=10.0.0.7",
 		"KARMAN_SERVICE_PORT=9876",
 		"KARMAN_SERVICE_PORT_NAMESRV=9876",
+		"KARMAN_ACCESS_KEY=admin",
+		"KARMAN_SECRET_KEY=s3cret-admin",
 	}
 	c, _, warnings, err := loadWarn(t, nil, environ)
 	if err != nil {
@@ -295,5 +297,35 @@ func TestPrint(t *testing.T) {
 func TestEnvName(t *testing.T) {
 	if got := EnvName("retention-disk-ratio"); got != "KARMAN_RETENTION_DISK_RATIO" {
 		t.Errorf("EnvName = %q", got)
+	}
+}
+
+// TestPrintRedactsSecrets: a flag marked secret prints as Redacted when
+// set, in both formats, and as itself when empty.
+func TestPrintRedactsSecrets(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("x-secret", "", "")
+	fs.String("x-user", "", "")
+	MarkSecret(fs, "x-secret")
+	for _, format := range []string{"json", "kv"} {
+		var out bytes.Buffer
+		if err := Print(&out, fs, format); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), Redacted) {
+			t.Errorf("%s: an empty secret is redacted:\n%s", format, out.String())
+		}
+	}
+	if err := fs.Parse([]string{"--x-secret", "hunter22", "--x-user", "u"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"json", "kv"} {
+		var out bytes.Buffer
+		if err := Print(&out, fs, format); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "hunter22") || !strings.Contains(out.String(), Redacted) || !strings.Contains(out.String(), "u") {
+			t.Errorf("%s:\n%s", format, out.String())
+		}
 	}
 }

@@ -23,6 +23,11 @@ func EnvName(flag string) string {
 // KARMAN_PORT, KARMAN_PORT_9876_TCP_ADDR, ...).
 var serviceLink = regexp.MustCompile(`^` + EnvPrefix + `(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$`)
 
+// ClientVars are the KARMAN_ variables the client commands (admin,
+// bench) read, their credentials: a server's flags pass them without a
+// warning.
+var ClientVars = []string{"KARMAN_ACCESS_KEY", "KARMAN_SECRET_KEY"}
+
 // ApplyEnv sets every flag of fs that was not given on the command line
 // from its environment variable, if set. environ is in the form of
 // os.Environ. A value the flag rejects is an error.
@@ -43,7 +48,7 @@ func ApplyEnv(fs *pflag.FlagSet, environ []string) (warnings []string, err error
 		}
 		f, ok := known[key]
 		if !ok {
-			if !serviceLink.MatchString(key) {
+			if !serviceLink.MatchString(key) && !slices.Contains(ClientVars, key) {
 				warnings = append(warnings, unknownEnvWarning(key, known))
 			}
 			continue

@@ -29,12 +29,19 @@ type Cluster struct {
 // 4 queues.
 func Start(t testing.TB, flush engine.FlushMode) *Cluster {
 	t.Helper()
+	return StartHooked(t, flush)
+}
+
+// StartHooked is Start with engine hooks installed (an ACL, say).
+func StartHooked(t testing.TB, flush engine.FlushMode, hooks ...any) *Cluster {
+	t.Helper()
 	eng, err := engine.Open(t.TempDir(), &engine.Options{
 		Flush:            flush,
 		SegmentSize:      64 << 20,
 		AutoCreateTopics: true,
 		AutoCreateGroups: true,
 		DefaultQueues:    4,
+		Hooks:            hooks,
 	})
 	if err != nil {
 		t.Fatal(err)

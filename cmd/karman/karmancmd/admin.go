@@ -24,10 +24,19 @@ const defaultNamesrv = "127.0.0.1:9876"
 
 // adminFlags are the flags every admin command shares.
 type adminFlags struct {
-	namesrv string
-	json    bool
-	timeout time.Duration
+	namesrv   string
+	json      bool
+	timeout   time.Duration
+	accessKey string
+	secretKey string
 }
+
+// Environment variables the admin and bench commands take credentials
+// from when --access-key and --secret-key are not given.
+const (
+	accessKeyEnv = "KARMAN_ACCESS_KEY"
+	secretKeyEnv = "KARMAN_SECRET_KEY"
+)
 
 func newAdminCmd() *cobra.Command {
 	f := &adminFlags{}
@@ -40,7 +49,11 @@ master.
 
 Output is a table for people, or with --json a JSON document for scripts
 (its field names are stable). Errors go to standard error with exit
-status 1.`,
+status 1.
+
+Against a server with --auth, every request is signed with --access-key
+and --secret-key (or KARMAN_ACCESS_KEY and KARMAN_SECRET_KEY), as
+RocketMQ's clients sign theirs.`,
 		Example: `  karman admin cluster list
   karman admin topic create orders --queues 8 --type FIFO
   karman admin group create billing --fifo --max-attempts 5
@@ -48,7 +61,9 @@ status 1.`,
   karman admin offset reset billing orders --to-time -1h
   karman admin message get 7F0000010000000000000000002A1F3C
   karman admin dlq list billing --begin -24h
-  karman admin dlq resend billing C0A800050E2A18B4AAC27C6F38E40001`,
+  karman admin dlq resend billing C0A800050E2A18B4AAC27C6F38E40001
+  karman admin user create app --secret 's3cret-app' --access-key admin --secret-key 's3cret-admin'
+  karman admin acl create app --resource Topic:orders --actions Pub,Sub --decision Allow`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -60,6 +75,8 @@ status 1.`,
 	fs.StringVar(&f.namesrv, "namesrv", def, "name server addresses, host:port separated by commas or semicolons (default from "+namesrvEnv+")")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of tables")
 	fs.DurationVar(&f.timeout, "timeout", admin.DefaultTimeout, "time allowed for each request to a name server or broker")
+	fs.StringVar(&f.accessKey, "access-key", os.Getenv(accessKeyEnv), "sign requests as this user, for servers with --auth (default from "+accessKeyEnv+")")
+	fs.StringVar(&f.secretKey, "secret-key", "", "the secret of --access-key (default from "+secretKeyEnv+")")
 	cmd.AddCommand(
 		newAdminClusterCmd(f),
 		newAdminTopicCmd(f),
@@ -67,6 +84,8 @@ status 1.`,
 		newAdminOffsetCmd(f),
 		newAdminMessageCmd(f),
 		newAdminDLQCmd(f),
+		newAdminUserCmd(f),
+		newAdminACLCmd(f),
 	)
 	return cmd
 }
@@ -81,7 +100,14 @@ func (f *adminFlags) run(cmd *cobra.Command, do func(*admin.Client) (any, error)
 	if err != nil {
 		return fmt.Errorf("--namesrv: %w", err)
 	}
-	c, err := admin.New(admin.Options{NameServers: addrs, Timeout: f.timeout})
+	secret := f.secretKey
+	if secret == "" {
+		secret = os.Getenv(secretKeyEnv)
+	}
+	if f.accessKey != "" && secret == "" {
+		return fmt.Errorf("--access-key %s needs --secret-key (or %s)", f.accessKey, secretKeyEnv)
+	}
+	c, err := admin.New(admin.Options{NameServers: addrs, Timeout: f.timeout, AccessKey: f.accessKey, SecretKey: secret})
 	if err != nil {
 		return err
 	}

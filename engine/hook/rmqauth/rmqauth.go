@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"strings"
 
@@ -42,7 +43,14 @@ var (
 // body is signed over: the values of ext but Signature, ordered by key,
 // then body.
 func RemotingContent(ext map[string]string, body []byte) []byte {
-	keys := make([]string, 0, len(ext))
+	return AppendRemotingContent(nil, ext, body)
+}
+
+// AppendRemotingContent appends RemotingContent(ext, body) to dst, so
+// that a caller can reuse its buffer.
+func AppendRemotingContent(dst []byte, ext map[string]string, body []byte) []byte {
+	var arr [32]string // requests have fewer fields: no allocation
+	keys := arr[:0]
 	n := len(body)
 	for k, v := range ext {
 		if k == FieldSignature {
@@ -52,11 +60,11 @@ func RemotingContent(ext map[string]string, body []byte) []byte {
 		n += len(v)
 	}
 	slices.Sort(keys)
-	out := make([]byte, 0, n)
+	dst = slices.Grow(dst, n)
 	for _, k := range keys {
-		out = append(out, ext[k]...)
+		dst = append(dst, ext[k]...)
 	}
-	return append(out, body...)
+	return append(dst, body...)
 }
 
 // SignRemoting returns the Signature extField of a remoting request with
@@ -82,23 +90,48 @@ func mac(content []byte, secret string) []byte {
 // secret, in the encoding of c.Algorithm. Its errors match
 // hook.ErrUnauthenticated.
 func Verify(c *hook.Credentials, secret string) error {
+	return VerifyMAC(c, hmac.New(sha1.New, []byte(secret)))
+}
+
+// NewMAC returns the HMAC-SHA1 of secret, for VerifyMAC: an
+// Authenticator may keep one per secret (one per goroutine at a time, a
+// sync.Pool say) to spare its set-up on every request.
+func NewMAC(secret string) hash.Hash { return hmac.New(sha1.New, []byte(secret)) }
+
+// VerifyMAC is Verify with the HMAC-SHA1 of the secret (NewMAC), which
+// it resets and uses. It allocates nothing unless it refuses.
+func VerifyMAC(c *hook.Credentials, m hash.Hash) error {
 	if c.Signature == "" {
 		return unauthenticated(ErrNoSignature, "")
 	}
+	var gotBuf [64]byte
 	var got []byte
-	var err error
 	switch c.Algorithm {
 	case AlgorithmRemoting:
-		got, err = base64.StdEncoding.DecodeString(c.Signature)
+		if base64.StdEncoding.DecodedLen(len(c.Signature)) > len(gotBuf) {
+			return unauthenticated(ErrMalformed, "signature too long")
+		}
+		n, err := base64.StdEncoding.Decode(gotBuf[:], []byte(c.Signature))
+		if err != nil {
+			return unauthenticated(ErrMalformed, "signature: "+err.Error())
+		}
+		got = gotBuf[:n]
 	case AlgorithmGRPC:
-		got, err = hex.DecodeString(c.Signature)
+		if hex.DecodedLen(len(c.Signature)) > len(gotBuf) {
+			return unauthenticated(ErrMalformed, "signature too long")
+		}
+		n, err := hex.Decode(gotBuf[:], []byte(c.Signature))
+		if err != nil {
+			return unauthenticated(ErrMalformed, "signature: "+err.Error())
+		}
+		got = gotBuf[:n]
 	default:
 		return unauthenticated(ErrMalformed, fmt.Sprintf("unknown algorithm %q", c.Algorithm))
 	}
-	if err != nil {
-		return unauthenticated(ErrMalformed, "signature: "+err.Error())
-	}
-	if !hmac.Equal(got, mac(c.Content, secret)) {
+	m.Reset()
+	m.Write(c.Content)
+	var sumBuf [sha1.Size]byte
+	if !hmac.Equal(got, m.Sum(sumBuf[:0])) {
 		return unauthenticated(ErrBadSignature, "access key "+c.AccessKey)
 	}
 	return nil

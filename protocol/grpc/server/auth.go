@@ -239,13 +239,14 @@ func (s *Server) authorizeOrName(ctx context.Context, cl *hook.Client, req any) 
 // context to serve it with, or the response refusing it.
 func (s *Server) guardUnary(ctx context.Context, req any) (context.Context, any) {
 	cl, err := s.callClient(ctx)
+	ctx = hook.NewContext(ctx, cl) // Authorizers read the client's address from it
 	if err == nil {
 		err = s.authorizeOrName(ctx, cl, req)
 	}
 	if err != nil {
 		return ctx, refusal(req, err)
 	}
-	return hook.NewContext(ctx, cl), nil
+	return ctx, nil
 }
 
 // guardedStream authorizes each request a stream receives; a refused one

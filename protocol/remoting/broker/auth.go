@@ -48,7 +48,7 @@ type rule func(b *Broker, req *wire.Command) ([]access, string, error)
 // field returns the first non-empty extField of names.
 func field(req *wire.Command, names ...string) string {
 	for _, n := range names {
-		if v := req.ExtFields[n]; v != "" {
+		if v := req.ExtField(n); v != "" {
 			return v
 		}
 	}
@@ -246,6 +246,18 @@ var rules = map[wire.RequestCode]rule{
 	wire.GetConsumerRunningInfo:           onGroup(hook.ActionGet, "consumerGroup", ""),
 	wire.ConsumeMessageDirectly:           onGroup(hook.ActionUpdate, "consumerGroup", "topic"),
 	wire.KarmanResendDeadLetter:           onGroup(hook.ActionUpdate, "group", ""),
+
+	// ACL administration (auth_admin.go), as RocketMQ's ACL has it.
+	wire.AuthCreateUser: onCluster(hook.ActionUpdate),
+	wire.AuthUpdateUser: onCluster(hook.ActionUpdate),
+	wire.AuthDeleteUser: onCluster(hook.ActionUpdate),
+	wire.AuthGetUser:    onCluster(hook.ActionGet),
+	wire.AuthListUser:   onCluster(hook.ActionGet),
+	wire.AuthCreateACL:  onCluster(hook.ActionUpdate),
+	wire.AuthUpdateACL:  onCluster(hook.ActionUpdate),
+	wire.AuthDeleteACL:  onCluster(hook.ActionUpdate),
+	wire.AuthGetACL:     onCluster(hook.ActionGet),
+	wire.AuthListACL:    onCluster(hook.ActionGet),
 }
 
 // handle routes f for code on mux, inline or not, guarded when the
@@ -291,20 +303,22 @@ func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.Handl
 	if !ok {
 		panic(fmt.Sprintf("broker: request code %s has no authorization rule", code))
 	}
-	guarded := set.Guarded()
+	guarded, fields := set.Guarded(), set.NeedsFields()
 	return func(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
 		cl := &hook.Client{Protocol: Protocol, Addr: bornHost(c)}
 		if id, ok := c.Get(attrClientID); ok {
 			cl.ID, _ = id.(string)
 		}
+		ctx = hook.NewContext(ctx, cl) // Authorizers read the client's address from it
 		if guarded {
-			req.LoadExtFields()
 			acc, group, err := r(b, req)
 			if err != nil {
 				return errorResponse(req, err)
 			}
 			cl.Group = group
-			p, err := set.Authenticate(ctx, auth.Credentials(req, bornHost(c)))
+			cr := auth.Credentials(req, bornHost(c), fields)
+			p, err := set.Authenticate(ctx, cr)
+			auth.Release(cr)
 			if err != nil {
 				return errorResponse(req, fmt.Errorf("broker: %s: %w", req.RequestCode(), err))
 			}
@@ -315,7 +329,7 @@ func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.Handl
 				}
 			}
 		}
-		return f(hook.NewContext(ctx, cl), c, req)
+		return f(ctx, c, req)
 	}
 }
 

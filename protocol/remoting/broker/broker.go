@@ -206,6 +206,9 @@ func (b *Broker) Register(mux *server.Mux) {
 	b.handle(mux, wire.GetConsumerRunningInfo, server.KindDefault, false, b.getConsumerRunningInfo)
 	b.handle(mux, wire.ConsumeMessageDirectly, server.KindDefault, false, b.consumeMessageDirectly)
 	b.handle(mux, wire.KarmanResendDeadLetter, server.KindDefault, false, b.resendDeadLetter)
+
+	// ACL administration.
+	b.registerAuthAdmin(mux)
 }
 
 // Start creates the topics the broker needs (the auto-create template

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/acl"
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
@@ -40,7 +41,9 @@ import (
 //     (hook.ErrDenied) is NO_PERMISSION, with the reason as the remark,
 //     as RocketMQ's ACL answers both: producers and consumers do not
 //     retry it, and the remark says which it was.
-//   - A missing message is QUERY_NOT_FOUND; a missing stored offset too.
+//   - A missing message is QUERY_NOT_FOUND; a missing stored offset too,
+//     and a missing ACL user. An ACL user or policy that does not check
+//     is INVALID_PARAMETER.
 //   - An expression type the broker has switched off (SQL92) is a
 //     SYSTEM_ERROR, as in Java; a subscription that does not parse is
 //     SUBSCRIPTION_PARSE_FAILED.
@@ -96,6 +99,13 @@ var errorCodes = []struct {
 	{wire.ErrInvalidField, wire.InvalidParameter},
 	{wire.ErrMalformed, wire.InvalidParameter},
 	{errInvalidRequest, wire.InvalidParameter},
+
+	// ACL administration (auth_admin.go).
+	{acl.ErrUserNotFound, wire.QueryNotFound},
+	{acl.ErrNotReady, wire.ServiceNotAvailable},
+	{acl.ErrInvalid, wire.InvalidParameter},
+	{acl.ErrUserExists, wire.InvalidParameter},
+	{acl.ErrLastSuper, wire.InvalidParameter},
 }
 
 // Errors of this package, each matched by the table above.

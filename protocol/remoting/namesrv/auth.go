@@ -52,13 +52,18 @@ func (p *Processor) guard(code wire.RequestCode, f server.HandlerFunc) server.Ha
 	return func(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
 		req.LoadExtFields()
 		addr := auth.Addr(c)
-		pr, err := set.Authenticate(ctx, auth.Credentials(req, addr))
+		cl := &hook.Client{Protocol: auth.Protocol, Addr: addr}
+		ctx = hook.NewContext(ctx, cl) // Authorizers read the client's address from it
+		cr := auth.Credentials(req, addr, true)
+		pr, err := set.Authenticate(ctx, cr)
+		auth.Release(cr)
 		if err != nil {
 			return errorResponse(req, wire.NoPermission, "namesrv: %s: %v", req.RequestCode(), err)
 		}
+		cl.Principal = pr
 		if err := set.Authorize(ctx, pr, action, hook.Cluster(req.ExtFields["clusterName"])); err != nil {
 			return errorResponse(req, wire.NoPermission, "namesrv: %s: %v", req.RequestCode(), err)
 		}
-		return f(hook.NewContext(ctx, &hook.Client{Protocol: auth.Protocol, Addr: addr, Principal: pr}), c, req)
+		return f(ctx, c, req)
 	}
 }

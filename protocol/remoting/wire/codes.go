@@ -132,6 +132,18 @@ const (
 	GetBrokerHAStatus                    RequestCode = 907
 	ResetMasterFlushOffset               RequestCode = 908
 
+	// ACL 2.0 administration (RocketMQ 5.3); see header_auth.go.
+	AuthCreateUser RequestCode = 3001
+	AuthUpdateUser RequestCode = 3002
+	AuthDeleteUser RequestCode = 3003
+	AuthGetUser    RequestCode = 3004
+	AuthListUser   RequestCode = 3005
+	AuthCreateACL  RequestCode = 3006
+	AuthUpdateACL  RequestCode = 3007
+	AuthDeleteACL  RequestCode = 3008
+	AuthGetACL     RequestCode = 3009
+	AuthListACL    RequestCode = 3010
+
 	// POP family. Java 5.0 numbered these 200050 and up; see Canonical.
 	PopMessage                 RequestCode = 3442
 	AckMessage                 RequestCode = 3443
@@ -274,6 +286,16 @@ var requestCodeNames = map[RequestCode]string{
 	ExchangeBrokerHAInfo:                 "EXCHANGE_BROKER_HA_INFO",
 	GetBrokerHAStatus:                    "GET_BROKER_HA_STATUS",
 	ResetMasterFlushOffset:               "RESET_MASTER_FLUSH_OFFSET",
+	AuthCreateUser:                       "AUTH_CREATE_USER",
+	AuthUpdateUser:                       "AUTH_UPDATE_USER",
+	AuthDeleteUser:                       "AUTH_DELETE_USER",
+	AuthGetUser:                          "AUTH_GET_USER",
+	AuthListUser:                         "AUTH_LIST_USER",
+	AuthCreateACL:                        "AUTH_CREATE_ACL",
+	AuthUpdateACL:                        "AUTH_UPDATE_ACL",
+	AuthDeleteACL:                        "AUTH_DELETE_ACL",
+	AuthGetACL:                           "AUTH_GET_ACL",
+	AuthListACL:                          "AUTH_LIST_ACL",
 	PopMessage:                           "POP_MESSAGE",
 	AckMessage:                           "ACK_MESSAGE",
 	PeekMessage:                          "PEEK_MESSAGE",

@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"bytes"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -228,4 +230,77 @@ func parseDec(b []byte, bits int) (int64, bool) {
 func parseDecSlow(b []byte, bits int) (int64, bool) {
 	n, err := strconv.ParseInt(string(b), 10, bits)
 	return n, err == nil
+}
+
+// ExtField returns the value of the extField key, reading deferred fields
+// (DecodeOptions.DeferExtFields) in place instead of loading them all
+// into ExtFields; names (topics, groups, keys) read again and again do
+// not allocate.
+func (c *Command) ExtField(key string) string { return c.extField(key, true) }
+
+// ExtFieldOnce is ExtField for values that differ from request to request
+// (a signature): they are not kept in the cache of names.
+func (c *Command) ExtFieldOnce(key string) string { return c.extField(key, false) }
+
+func (c *Command) extField(key string, name bool) string {
+	if c.hdr != nil || (c.ext != nil && c.pairs == nil) {
+		c.LoadExtFields()
+	}
+	if c.pairs == nil {
+		return c.ExtFields[key]
+	}
+	v, found := []byte(nil), false
+	for _, e := range c.pairs.pairs[:c.pairs.n] {
+		if string(e.key) == key {
+			v, found = e.val, true // the last of a repeated key wins
+		}
+	}
+	switch {
+	case !found:
+		return c.ExtFields[key]
+	case name:
+		return internName(v)
+	}
+	return string(v)
+}
+
+// AppendExtValues appends the values of every extField but skip, in the
+// order of their keys, to dst: what RocketMQ's ACL signs before the body.
+// Deferred fields are read in place, without loading them.
+func (c *Command) AppendExtValues(dst []byte, skip string) []byte {
+	if c.hdr != nil || (c.ext != nil && c.pairs == nil) || (c.pairs != nil && len(c.ExtFields) > 0) {
+		c.LoadExtFields()
+	}
+	if c.pairs == nil {
+		var arr [maxExtFields]string
+		keys := arr[:0]
+		for k := range c.ExtFields {
+			if k != skip {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			dst = append(dst, c.ExtFields[k]...)
+		}
+		return dst
+	}
+	var arr [maxExtFields]extPair
+	pairs := arr[:0]
+	for _, e := range c.pairs.pairs[:c.pairs.n] {
+		if string(e.key) == skip {
+			continue
+		}
+		// A repeated key keeps its last value.
+		if i := slices.IndexFunc(pairs, func(p extPair) bool { return bytes.Equal(p.key, e.key) }); i >= 0 {
+			pairs[i] = e
+			continue
+		}
+		pairs = append(pairs, e)
+	}
+	slices.SortFunc(pairs, func(a, b extPair) int { return bytes.Compare(a.key, b.key) })
+	for _, e := range pairs {
+		dst = append(dst, e.val...)
+	}
+	return dst
 }

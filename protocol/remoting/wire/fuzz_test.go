@@ -232,3 +232,36 @@ func FuzzReadRefusedHead(f *testing.F) {
 		}
 	})
 }
+
+// FuzzExtValues checks that the signed content read from deferred
+// extFields in place (AppendExtValues, ExtField) is what the loaded map
+// gives, for any frame: what the broker verifies is what the client
+// signed.
+func FuzzExtValues(f *testing.F) {
+	f.Add(rawFrame(JSON, exampleHeader, "hello"))
+	f.Add(rawFrame(JSON, `{"code":10,"extFields":{"b":"2","a":"1","Signature":"s","a":"3","AccessKey":"k"}}`, "body"))
+	f.Add(rawFrame(JSON, `{"code":10,"extFields":{"k":"\u00e9\"x","n":42,"t":true,"z":null}}`, ""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 4 {
+			return
+		}
+		deferred, err := DecodeOptions{DeferExtFields: true}.Decode(data[4:])
+		if err != nil {
+			return
+		}
+		loaded, err := DecodeOptions{}.Decode(data[4:])
+		if err != nil {
+			t.Fatalf("decodes deferred but not loaded: %v", err)
+		}
+		got := deferred.AppendExtValues(nil, "Signature")
+		want := loaded.AppendExtValues(nil, "Signature")
+		if !bytes.Equal(got, want) {
+			t.Fatalf("deferred content %q, loaded %q", got, want)
+		}
+		for k, v := range loaded.ExtFields {
+			if g := deferred.ExtField(k); g != v {
+				t.Fatalf("ExtField(%q) = %q, loaded %q", k, g, v)
+			}
+		}
+	})
+}

@@ -46,7 +46,7 @@ var Info = karman.ModuleInfo{
 	DefaultAddr:    DefaultAddr,
 	Usage:          "RocketMQ remoting broker listen address",
 	MaxMessageSize: MaxMessageSize,
-	Deps:           []karman.Dependency{{ID: NamesrvID, Optional: true}, {ID: karman.PluginsID, Optional: true}},
+	Deps:           []karman.Dependency{{ID: NamesrvID, Optional: true}, {ID: karman.PluginsID, Optional: true}, {ID: karman.AuthID, Optional: true}},
 }
 
 // MaxMessageSize is the largest body a remoting frame carries: the frame

@@ -31,7 +31,7 @@ var Info = karman.ModuleInfo{
 	Name:        Name,
 	DefaultAddr: DefaultAddr,
 	Usage:       "RocketMQ 5 gRPC listen address",
-	Deps:        []karman.Dependency{{ID: brokerfe.ID, Optional: true}, {ID: karman.PluginsID, Optional: true}},
+	Deps:        []karman.Dependency{{ID: brokerfe.ID, Optional: true}, {ID: karman.PluginsID, Optional: true}, {ID: karman.AuthID, Optional: true}},
 }
 
 func init() { karman.RegisterModule(Info) }

@@ -38,6 +38,7 @@ var Info = karman.ModuleInfo{
 	Name:        Name,
 	DefaultAddr: DefaultAddr,
 	Usage:       "RocketMQ name server listen address",
+	Deps:        []karman.Dependency{{ID: karman.PluginsID, Optional: true}, {ID: karman.AuthID, Optional: true}},
 }
 
 func init() { karman.RegisterModule(Info) }

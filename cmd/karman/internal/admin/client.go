@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/karmanmq/karman/protocol/remoting/auth"
 	"github.com/karmanmq/karman/protocol/remoting/peer"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -24,6 +25,10 @@ type Options struct {
 	// Timeout bounds each request, connecting included. Default
 	// DefaultTimeout (5 s).
 	Timeout time.Duration
+	// AccessKey and SecretKey, when AccessKey is set, sign every request
+	// as RocketMQ's ACL client hook does, for servers with
+	// authentication on.
+	AccessKey, SecretKey string
 }
 
 // Client administers a cluster through its name servers and brokers.
@@ -159,6 +164,9 @@ func (c *Client) call(ctx context.Context, t target, req *wire.Command) (*wire.C
 	p, err := c.conn(ctx, t)
 	if err != nil {
 		return nil, err
+	}
+	if c.opts.AccessKey != "" {
+		auth.Sign(req, c.opts.AccessKey, c.opts.SecretKey)
 	}
 	resp, err := p.Invoke(ctx, req)
 	if err != nil {

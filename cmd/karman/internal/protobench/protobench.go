@@ -103,7 +103,17 @@ type protocolBench struct {
 	json        bool
 	cpuprofile  string
 	trace       string
+	accessKey   string
+	secretKey   string
+	authUsers   int
 }
+
+// Defaults of the credentials of --peer auth.
+const (
+	defaultBenchAccessKey = "karman-bench"
+	defaultBenchSecretKey = "karman-bench-secret"
+	benchAuthID           = server.AuthID
+)
 
 func newBenchProtocolCmd(mode bench.Mode) *cobra.Command {
 	b := &protocolBench{mode: mode, size: bench.DefaultSize}
@@ -138,10 +148,18 @@ generator's own) or "grpc-go".
 
 --peer adds systems measured with the same work in the same run, in this
 order: "remoting" (with --protocol grpc: the same in-process Karman driven
-over remoting, so the two protocols compare side by side) and "nats" (an
+over remoting, so the two protocols compare side by side), "auth" (with
+--protocol remoting and no --addr: a second in-process Karman with --auth,
+driven by a normal user with one policy among --auth-users other users with
+one policy each, every request signed; system "karman+auth") and "nats" (an
 embedded NATS server with JetStream file storage in a temporary directory,
 sync_interval always with --flush sync, through the nats.go JetStream
 API). Separate them with commas.
+
+--access-key and --secret-key (or KARMAN_ACCESS_KEY and KARMAN_SECRET_KEY)
+sign every remoting request, as RocketMQ's clients with credentials do: for
+a server at --addr with --auth on, or, without --addr, to run the
+in-process Karman with --auth and that user (one policy allowing it all).
 
 The machine and the flags go to stderr. Stdout gets one line per system
 and phase: a table, or JSON with --json:
@@ -173,6 +191,10 @@ and phase: a table, or JSON with --json:
 	f.StringVar(&b.peer, "peer", "", "also measure these in the same run, separated by commas: remoting (with --protocol grpc), nats")
 	f.StringVar(&b.w.Flush, "flush", "async", "flush policy of the in-process servers: async or sync")
 	f.StringVar(&b.data, "data", "", "data directory of the in-process Karman (default a temporary directory, removed afterwards)")
+	f.StringVar(&b.accessKey, "access-key", os.Getenv("KARMAN_ACCESS_KEY"), "sign remoting requests as this user (default from KARMAN_ACCESS_KEY); without --addr, run the in-process Karman with --auth")
+	f.StringVar(&b.secretKey, "secret-key", "", "the secret of --access-key (default from KARMAN_SECRET_KEY)")
+	config.MarkSecret(f, "secret-key")
+	f.IntVar(&b.authUsers, "auth-users", 300, "with --peer auth or --access-key and no --addr: other users, one policy each, the in-process ACL holds")
 	f.BoolVar(&b.json, "json", false, "print JSON lines instead of a table")
 	f.StringVar(&b.trace, "trace", "", "write an execution trace of the measured part of the Karman phase to this file")
 	f.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured part of each system's phase to this file (the peer's to this file + \".nats\")")
@@ -194,12 +216,16 @@ func (b *protocolBench) check() error {
 	for _, p := range b.peers() {
 		switch {
 		case p == "nats":
+		case p == "auth" && b.protocol == "remoting":
+			if b.addr != "" {
+				return errors.New("bench: --peer auth runs an in-process Karman with --auth; leave out --addr")
+			}
 		case p == "remoting" && b.protocol == "grpc":
 			if b.addr != "" {
 				return errors.New("bench: --peer remoting drives the in-process Karman; leave out --addr")
 			}
 		default:
-			return fmt.Errorf("bench: --peer %q: want nats, or remoting with --protocol grpc", p)
+			return fmt.Errorf("bench: --peer %q: want nats, auth (with --protocol remoting), or remoting with --protocol grpc", p)
 		}
 	}
 	if b.w.Flush != "async" && b.w.Flush != "sync" {
@@ -210,6 +236,18 @@ func (b *protocolBench) check() error {
 	}
 	if b.connections < 0 {
 		return fmt.Errorf("bench: --connections %d: want 0 (one each) or more", b.connections)
+	}
+	if b.secretKey == "" {
+		b.secretKey = os.Getenv("KARMAN_SECRET_KEY")
+	}
+	if b.accessKey != "" && b.secretKey == "" {
+		return fmt.Errorf("bench: --access-key %s needs --secret-key (or KARMAN_SECRET_KEY)", b.accessKey)
+	}
+	if b.accessKey != "" && b.protocol != "remoting" {
+		return errors.New("bench: --access-key signs remoting requests; use it with --protocol remoting")
+	}
+	if b.authUsers < 0 {
+		return fmt.Errorf("bench: --auth-users %d: want 0 or more", b.authUsers)
 	}
 	if b.addr != "" && b.data != "" {
 		return errors.New("bench: --data applies to the in-process Karman only; leave out --addr")
@@ -228,11 +266,15 @@ func (b *protocolBench) run(ctx context.Context, cmd *cobra.Command) (err error)
 
 	k := &benchKarman{nameServer: b.addr, grpc: b.addr}
 	if b.addr == "" {
-		if k, err = startBenchKarman(ctx, b.data, b.w.Flush, b.queues, b.protocol == "grpc", stderr); err != nil {
+		var ba *benchAuth
+		if b.accessKey != "" {
+			ba = &benchAuth{user: b.accessKey, secret: b.secretKey, others: b.authUsers}
+		}
+		if k, err = startBenchKarman(ctx, b.data, b.w.Flush, b.queues, b.protocol == "grpc", ba, stderr); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, k.stop()) }()
-		fmt.Fprintf(stderr, "karman: in process, name server %s, gRPC %s, data %s, flush %s\n", k.nameServer, k.grpc, k.data, b.w.Flush)
+		fmt.Fprintf(stderr, "karman: in process, name server %s, gRPC %s, data %s, flush %s, auth %v\n", k.nameServer, k.grpc, k.data, b.w.Flush, ba != nil)
 	}
 
 	var targets []bench.Target
@@ -251,6 +293,28 @@ func (b *protocolBench) run(ctx context.Context, cmd *cobra.Command) (err error)
 		}
 		defer closer.Close()
 		targets = append(targets, t)
+	}
+	if slices.Contains(b.peers(), "auth") {
+		ak, sk := b.accessKey, b.secretKey
+		if ak == "" {
+			ak, sk = defaultBenchAccessKey, defaultBenchSecretKey
+		}
+		ka, err := startBenchKarman(ctx, "", b.w.Flush, b.queues, false, &benchAuth{user: ak, secret: sk, others: b.authUsers}, stderr)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, ka.stop()) }()
+		fmt.Fprintf(stderr, "karman+auth: in process, name server %s, data %s, flush %s, %d users\n", ka.nameServer, ka.data, b.w.Flush, b.authUsers+2)
+		g, err := remoting.New(ctx, remoting.Options{NameServer: ka.nameServer, Connections: b.connections, Queues: b.queues, AccessKey: ak, SecretKey: sk})
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		path := b.cpuprofile
+		if path != "" {
+			path += ".auth"
+		}
+		targets = append(targets, bench.Target{System: "karman+auth", Client: "karman", Protocol: "remoting", Generator: b.profile(g, path, "")})
 	}
 	if slices.Contains(b.peers(), "nats") {
 		n := &lazyNATS{syncAlways: b.w.Flush == "sync", consumers: int(b.queues), connections: b.connections, stderr: stderr}
@@ -298,13 +362,13 @@ func (b *protocolBench) remotingTarget(ctx context.Context, nameServer string) (
 	}
 	switch client {
 	case "karman":
-		g, err := remoting.New(ctx, remoting.Options{NameServer: nameServer, Connections: b.connections, Queues: b.queues})
+		g, err := remoting.New(ctx, remoting.Options{NameServer: nameServer, Connections: b.connections, Queues: b.queues, AccessKey: b.accessKey, SecretKey: b.secretKey})
 		if err != nil {
 			return bench.Target{}, nil, err
 		}
 		gen, closer = g, g
 	case "rocketmq":
-		g, err := rocketmq.New(ctx, rocketmq.Options{NameServer: nameServer, Connections: b.connections, Queues: b.queues})
+		g, err := rocketmq.New(ctx, rocketmq.Options{NameServer: nameServer, Connections: b.connections, Queues: b.queues, AccessKey: b.accessKey, SecretKey: b.secretKey})
 		if err != nil {
 			return bench.Target{}, nil, err
 		}
@@ -331,7 +395,7 @@ func flagLine(fs *pflag.FlagSet) string {
 	var parts []string
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Name != "help" {
-			parts = append(parts, "--"+f.Name+"="+f.Value.String())
+			parts = append(parts, "--"+f.Name+"="+config.Shown(f))
 		}
 	})
 	return strings.Join(parts, " ")
@@ -350,7 +414,7 @@ type benchKarman struct {
 // startBenchKarman starts the engine, the name server and the broker,
 // wired as "karman serve" wires them, on loopback ports chosen at run time,
 // and returns once the server is ready.
-func startBenchKarman(ctx context.Context, data, flush string, queues int32, withGRPC bool, stderr io.Writer) (*benchKarman, error) {
+func startBenchKarman(ctx context.Context, data, flush string, queues int32, withGRPC bool, ba *benchAuth, stderr io.Writer) (*benchKarman, error) {
 	reg := benchModules()
 	have := map[server.ModuleID]bool{}
 	for _, mi := range reg.Modules() {
@@ -361,6 +425,9 @@ func startBenchKarman(ctx context.Context, data, flush string, queues int32, wit
 	}
 	if withGRPC && !have[benchGRPCID] {
 		return nil, errors.New("bench: this karman binary was built without the gRPC front-end; pass --addr")
+	}
+	if ba != nil && !have[benchAuthID] {
+		return nil, errors.New("bench: this karman binary was built without the auth.acl module")
 	}
 	k := &benchKarman{data: data, done: make(chan error, 1)}
 	if k.data == "" {
@@ -394,6 +461,12 @@ func startBenchKarman(ctx context.Context, data, flush string, queues int32, wit
 	if withGRPC {
 		cfg.Addrs[benchGRPC] = "127.0.0.1:0"
 	}
+	if ba != nil {
+		if err := ba.configure(opts.Flags); err != nil {
+			k.cleanup()
+			return nil, err
+		}
+	}
 
 	ann := newAnnouncements()
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -419,6 +492,12 @@ func startBenchKarman(ctx context.Context, data, flush string, queues int32, wit
 				if k.nameServer == "" {
 					k.stop()
 					return nil, errors.New("bench: the in-process server announced no name server")
+				}
+				if ba != nil {
+					if err := ba.users(ctx, k.nameServer); err != nil {
+						k.stop()
+						return nil, err
+					}
 				}
 				return k, nil
 			}

@@ -129,7 +129,7 @@ func TestBenchProtocolTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "system") || !strings.HasPrefix(lines[1], "karman  produce") {
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "system") || !strings.HasPrefix(lines[1], "karman      produce") {
 		t.Errorf("table:\n%s", out)
 	}
 }
