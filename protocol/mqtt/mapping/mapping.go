@@ -192,17 +192,17 @@ func FromRocketMQ(r *message.Message) *Message {
 // stored is the encoding of a Message kept as engine state (retained
 // messages, wills).
 type stored struct {
-	T  string         `json:"t"`
-	P  []byte         `json:"p,omitempty"`
-	Q  byte           `json:"q,omitempty"`
-	R  bool           `json:"r,omitempty"`
-	F  *byte          `json:"f,omitempty"`
-	CT string         `json:"ct,omitempty"`
-	RT string         `json:"rt,omitempty"`
-	CD []byte         `json:"cd,omitempty"`
-	U  [][2]string    `json:"u,omitempty"`
-	E  int64          `json:"e,omitempty"`
-	C  string         `json:"c,omitempty"`
+	T  string      `json:"t"`
+	P  []byte      `json:"p,omitempty"`
+	Q  byte        `json:"q,omitempty"`
+	R  bool        `json:"r,omitempty"`
+	F  *byte       `json:"f,omitempty"`
+	CT string      `json:"ct,omitempty"`
+	RT string      `json:"rt,omitempty"`
+	CD []byte      `json:"cd,omitempty"`
+	U  [][2]string `json:"u,omitempty"`
+	E  int64       `json:"e,omitempty"`
+	C  string      `json:"c,omitempty"`
 }
 
 // Marshal encodes m for State.
