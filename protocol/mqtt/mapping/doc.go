@@ -21,6 +21,8 @@
 //	mqttCorrelationData  correlation data, base64, when sent
 //	mqttExpireAt         when the message expires, Unix milliseconds
 //	mqttClientId         the publishing client (for No Local)
+//	mqttRetain           "1" when published with RETAIN (for Retain As
+//	                     Published)
 //	IS_EMPTY_MSG         "true" for an empty payload, stored as one zero
 //	                     byte (the engine refuses empty bodies, as
 //	                     RocketMQ does)

@@ -24,6 +24,7 @@ const (
 	PropExpireAt        = "mqttExpireAt"
 	PropClientID        = "mqttClientId"
 	PropEmpty           = "IS_EMPTY_MSG"
+	PropRetain          = "mqttRetain"
 )
 
 // ErrTopic is returned for an MQTT topic whose first level is not a
@@ -113,6 +114,9 @@ func ToRocketMQ(m *Message) (*message.Message, error) {
 	if m.Publisher != "" {
 		r.Properties[PropClientID] = m.Publisher
 	}
+	if m.Retain {
+		r.Properties[PropRetain] = "1"
+	}
 	if len(m.UserProperties) > 0 {
 		pairs := make([][2]string, len(m.UserProperties))
 		for i, p := range m.UserProperties {
@@ -157,6 +161,7 @@ func FromRocketMQ(r *message.Message) *Message {
 		Payload:   r.Body,
 		QoS:       1,
 		Publisher: p[PropClientID],
+		Retain:    p[PropRetain] == "1",
 	}
 	if p[PropEmpty] == "true" {
 		m.Payload = nil

@@ -73,7 +73,7 @@ func TestRoundTrip(t *testing.T) {
 		PayloadFormat: 1, HasPayloadFormat: true, ContentType: "text/plain",
 		ResponseTopic: "dev/d1/resp", CorrelationData: []byte{0, 1, 2},
 		UserProperties: []UserProperty{{"unit", "C"}, {"unit", "K"}, {"TAGS", "x"}, {"sep", "a\x01b"}, {"", "empty"}},
-		ExpireAt:       time.UnixMilli(1_900_000_000_000), Publisher: "d1",
+		ExpireAt:       time.UnixMilli(1_900_000_000_000), Publisher: "d1", Retain: true,
 	}
 	r, got := roundTrip(t, m)
 	if r.Topic != "dev" || r.Tags() != "d1/temp" {
