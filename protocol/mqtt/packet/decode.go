@@ -1,0 +1,281 @@
+package packet
+
+import (
+	"bufio"
+	"errors"
+	"io"
+)
+
+// fixedFlags is the required low nibble per type; PUBLISH is checked apart.
+var fixedFlags = [16]byte{PUBREL: 0x02, SUBSCRIBE: 0x02, UNSUBSCRIBE: 0x02}
+
+// readHeader reads the first byte and the Remaining Length.
+func readHeader(r *bufio.Reader, version byte) (first byte, rl, hdrLen int, err error) {
+	first, err = r.ReadByte()
+	if err != nil {
+		return 0, 0, 0, err // io.EOF between packets is a clean end
+	}
+	mult := 0
+	for i := 0; ; i++ {
+		if i == 4 {
+			return 0, 0, 0, withContext(malformed("remaining length longer than 4 bytes"), Type(first>>4), version)
+		}
+		c, err := r.ReadByte()
+		if err != nil {
+			return 0, 0, 0, unexpected(err)
+		}
+		rl |= int(c&0x7f) << mult
+		if c&0x80 == 0 {
+			if version == Version5 && i > 0 && c == 0 {
+				return 0, 0, 0, withContext(malformed("remaining length not in its shortest form"), Type(first>>4), version)
+			}
+			return first, rl, 2 + i, nil
+		}
+		mult += 7
+	}
+}
+
+func unexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// checkHeader validates the first byte for version and the size limit.
+func checkHeader(first byte, rl, hdrLen int, version byte, maxSize int) error {
+	t := Type(first >> 4)
+	flags := first & 0x0f
+	switch {
+	case t == 0:
+		return withContext(malformed("packet type 0"), 0, version)
+	case version == 0 && t != CONNECT:
+		return withContext(protocolErr("first packet is %s, not CONNECT", t), t, version)
+	case t == AUTH && version != Version5:
+		return withContext(malformed("AUTH before MQTT 5"), t, version)
+	case t != PUBLISH && flags != fixedFlags[t]:
+		return withContext(malformed("flags 0x%x", flags), t, version)
+	}
+	if maxSize > 0 && hdrLen+rl > maxSize {
+		return &Error{Err: ErrTooLarge, Code: PacketTooLarge, Type: t, Version: version,
+			Detail: "packet of " + itoa(hdrLen+rl) + " bytes, limit " + itoa(maxSize)}
+	}
+	return nil
+}
+
+// ReadPacket reads one packet from r and decodes it for version: 0 before
+// the CONNECT (only a CONNECT is accepted then, decoded in the level it
+// carries), else Version31, Version311 or Version5. maxSize limits the
+// whole packet (fixed header included, the MQTT 5 packet size); 0 or less
+// means the protocol's limit. The packet owns a fresh buffer: its []byte
+// fields stay valid. At a clean end between packets it returns io.EOF;
+// inside a packet io.ErrUnexpectedEOF. Decoding errors are *Error.
+func ReadPacket(r *bufio.Reader, version byte, maxSize int) (Packet, error) {
+	first, rl, hdrLen, err := readHeader(r, version)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHeader(first, rl, hdrLen, version, maxSize); err != nil {
+		return nil, err
+	}
+	body, err := readBody(r, nil, rl)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(first, body, version)
+}
+
+// readBody reads n bytes into buf (reused when large enough). Large bodies
+// grow with the data actually received, so a lying length cannot make the
+// reader allocate what the peer never sends.
+func readBody(r io.Reader, buf []byte, n int) ([]byte, error) {
+	const step = 64 << 10
+	if n <= cap(buf) || n <= step {
+		if n > cap(buf) {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, unexpected(err)
+		}
+		return buf, nil
+	}
+	buf = buf[:0]
+	for len(buf) < n {
+		m := min(n-len(buf), max(step, len(buf)))
+		start := len(buf)
+		buf = append(buf, make([]byte, m)...)
+		if _, err := io.ReadFull(r, buf[start:]); err != nil {
+			return nil, unexpected(err)
+		}
+	}
+	return buf, nil
+}
+
+// Decode decodes the body (the bytes after the Remaining Length) of a
+// packet whose first byte is first, for version (see ReadPacket). The
+// packet's []byte fields alias body. It checks the flags of the first
+// byte but no size limit.
+func Decode(first byte, body []byte, version byte) (Packet, error) {
+	if err := checkHeader(first, len(body), 0, version, 0); err != nil {
+		return nil, err
+	}
+	t := Type(first >> 4)
+	r := &rd{b: body}
+	var p Packet
+	var err *Error
+	switch t {
+	case CONNECT:
+		c := &Connect{}
+		err = decodeConnect(r, c)
+		p = c
+		if err != nil {
+			return nil, withContext(err, t, c.Version)
+		}
+		return p, nil
+	case CONNACK:
+		c := &Connack{}
+		err, p = decodeConnack(r, c, version), c
+	case PUBLISH:
+		c := &Publish{}
+		err, p = decodePublish(r, c, first&0x0f, version), c
+	case PUBACK:
+		c := &Puback{}
+		err, p = decodeAck(r, t, &c.PacketID, &c.ReasonCode, &c.Properties, version), c
+	case PUBREC:
+		c := &Pubrec{}
+		err, p = decodeAck(r, t, &c.PacketID, &c.ReasonCode, &c.Properties, version), c
+	case PUBREL:
+		c := &Pubrel{}
+		err, p = decodeAck(r, t, &c.PacketID, &c.ReasonCode, &c.Properties, version), c
+	case PUBCOMP:
+		c := &Pubcomp{}
+		err, p = decodeAck(r, t, &c.PacketID, &c.ReasonCode, &c.Properties, version), c
+	case SUBSCRIBE:
+		c := &Subscribe{}
+		err, p = decodeSubscribe(r, c, version), c
+	case SUBACK:
+		c := &Suback{}
+		err, p = decodeSuback(r, c, version), c
+	case UNSUBSCRIBE:
+		c := &Unsubscribe{}
+		err, p = decodeUnsubscribe(r, c, version), c
+	case UNSUBACK:
+		c := &Unsuback{}
+		err, p = decodeUnsuback(r, c, version), c
+	case PINGREQ, PINGRESP:
+		if len(body) != 0 {
+			err = malformed("%d bytes in %s", len(body), t)
+		} else if t == PINGREQ {
+			p = &Pingreq{}
+		} else {
+			p = &Pingresp{}
+		}
+	case DISCONNECT:
+		c := &Disconnect{}
+		err, p = decodeDisconnect(r, c, version), c
+	case AUTH:
+		c := &Auth{}
+		err, p = decodeCodeAndProps(r, &c.ReasonCode, &c.Properties, &authCodes, ctxAuth), c
+	}
+	if err != nil {
+		return nil, withContext(err, t, version)
+	}
+	return p, nil
+}
+
+// Decoder reads packets from a stream, reusing its buffers: the []byte
+// fields of a packet it returns (payloads, passwords, binary properties)
+// alias memory that the next Read overwrites. Copy what must outlive the
+// next Read; strings are always copies. A Decoder is used by one goroutine.
+type Decoder struct {
+	r   *bufio.Reader
+	buf []byte
+
+	// Version is the protocol level packets are decoded for: 0 until the
+	// CONNECT, whose Read sets it to the CONNECT's level.
+	Version byte
+	// MaxSize limits the packet size as in ReadPacket; 0 means none.
+	MaxSize int
+	// FromClient makes the decoder refuse, with a protocol error, what
+	// only a server sends (CONNACK, SUBACK, UNSUBACK, PINGRESP, and
+	// Subscription Identifiers in a PUBLISH) and a second CONNECT.
+	FromClient bool
+}
+
+// NewDecoder returns a decoder reading from r, which it wraps in a
+// bufio.Reader unless it is one.
+func NewDecoder(r io.Reader) *Decoder {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReader(r)
+	}
+	return &Decoder{r: br}
+}
+
+// Read reads and decodes the next packet (see ReadPacket for errors).
+func (d *Decoder) Read() (Packet, error) {
+	first, rl, hdrLen, err := readHeader(d.r, d.Version)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHeader(first, rl, hdrLen, d.Version, d.MaxSize); err != nil {
+		return nil, err
+	}
+	var body []byte
+	if rl <= d.r.Size() {
+		// Small bodies are decoded in place in the bufio buffer, which
+		// stays untouched until the next read from it.
+		if body, err = d.r.Peek(rl); err != nil {
+			return nil, unexpected(err)
+		}
+		_, _ = d.r.Discard(rl)
+	} else {
+		if body, err = readBody(d.r, d.buf, rl); err != nil {
+			return nil, err
+		}
+		d.buf = body
+	}
+	p, err := Decode(first, body, d.Version)
+	if err != nil {
+		return nil, err
+	}
+	if d.FromClient {
+		if err := CheckFromClient(p, d.Version); err != nil {
+			return nil, err
+		}
+	}
+	if c, ok := p.(*Connect); ok && d.Version == 0 {
+		d.Version = c.Version
+	}
+	return p, nil
+}
+
+// CheckFromClient returns a protocol error for a packet a client must not
+// send to a server that negotiated version (0 before the CONNECT).
+func CheckFromClient(p Packet, version byte) error {
+	t := p.Type()
+	switch t {
+	case CONNACK, SUBACK, UNSUBACK, PINGRESP:
+		return withContext(protocolErr("sent by a client"), t, version)
+	case CONNECT:
+		if version != 0 {
+			return withContext(protocolErr("second CONNECT"), t, version)
+		}
+	case PUBLISH:
+		if len(p.(*Publish).Properties.SubscriptionIdentifiers) > 0 {
+			return withContext(protocolErr("subscription identifier from a client"), t, version)
+		}
+	}
+	return nil
+}
+
+// Encode writes p to w in version in one Write.
+func Encode(w io.Writer, p Packet, version byte) error {
+	b, err := p.AppendTo(make([]byte, 0, p.Size(version)), version)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}

@@ -1,0 +1,121 @@
+package packet
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+)
+
+// FuzzReadPacket feeds a stream to ReadPacket. The first byte picks the
+// version (0 = before CONNECT, 3, 4 or 5), the rest is the stream. What
+// decodes must encode, with Size matching, and decode again to an equal
+// packet; what fails must fail with an *Error or an EOF.
+func FuzzReadPacket(f *testing.F) {
+	for _, tc := range roundTripCases() {
+		versions := tc.versions
+		if tc.p.Type() == CONNECT {
+			versions = []byte{0}
+		}
+		for _, v := range versions {
+			ev := v
+			if v == 0 {
+				ev = tc.p.(*Connect).Version
+			}
+			b, err := tc.p.AppendTo([]byte{v}, ev)
+			if err == nil && len(b) < 4096 {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		version := []byte{0, Version31, Version311, Version5}[data[0]&3]
+		r := bufio.NewReader(bytes.NewReader(data[1:]))
+		for i := 0; i < 8; i++ {
+			p, err := ReadPacket(r, version, 1<<20)
+			if err != nil {
+				var e *Error
+				if !errors.As(err, &e) && err != io.EOF && err != io.ErrUnexpectedEOF {
+					t.Fatalf("error of unexpected kind: %#v", err)
+				}
+				return
+			}
+			v := version
+			if c, ok := p.(*Connect); ok {
+				v = c.Version
+			}
+			enc, err := p.AppendTo(nil, v)
+			if err != nil {
+				t.Fatalf("%s decoded but does not encode: %v", p.Type(), err)
+			}
+			if p.Size(v) != len(enc) {
+				t.Fatalf("%s: Size %d, encoded %d", p.Type(), p.Size(v), len(enc))
+			}
+			p2, err := ReadPacket(bufio.NewReader(bytes.NewReader(enc)), version, 0)
+			if err != nil {
+				t.Fatalf("%s: re-encoded %x does not decode: %v", p.Type(), enc, err)
+			}
+			if !equalDecoded(p, p2) {
+				t.Fatalf("%s: round trip changed\n%+v\n%+v", p.Type(), p, p2)
+			}
+			if c, ok := p.(*Connect); ok && version == 0 {
+				version = c.Version
+			}
+		}
+	})
+}
+
+// equalDecoded compares two decoded packets, taking nil and empty byte
+// slices as equal.
+func equalDecoded(a, b Packet) bool {
+	return reflect.DeepEqual(normalize(a), normalize(b))
+}
+
+func normalize(p Packet) Packet {
+	fixProps := func(pr *Properties) {
+		if len(pr.CorrelationData) == 0 {
+			pr.CorrelationData = nil
+		}
+		if len(pr.AuthData) == 0 {
+			pr.AuthData = nil
+		}
+	}
+	switch x := p.(type) {
+	case *Connect:
+		c := *x
+		fixProps(&c.Properties)
+		if len(c.Password) == 0 {
+			c.Password = nil
+		}
+		if c.Will != nil {
+			w := *c.Will
+			fixProps(&w.Properties)
+			if len(w.Payload) == 0 {
+				w.Payload = nil
+			}
+			c.Will = &w
+		}
+		return &c
+	case *Publish:
+		c := *x
+		fixProps(&c.Properties)
+		if len(c.Payload) == 0 {
+			c.Payload = nil
+		}
+		return &c
+	case *Connack:
+		c := *x
+		fixProps(&c.Properties)
+		return &c
+	case *Auth:
+		c := *x
+		fixProps(&c.Properties)
+		return &c
+	}
+	return p
+}
