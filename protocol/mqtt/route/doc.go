@@ -16,5 +16,6 @@
 // counts of subscribers are in memory: the server adds its persistent
 // sessions' filters at start and then Sweeps those nobody holds.
 //
-// A Router is safe for concurrent use; Route takes a read lock.
+// A Router is safe for concurrent use; Route runs on the engine's one
+// dispatcher goroutine and matches with a topic.Tree under its read lock.
 package route

@@ -10,6 +10,7 @@ import (
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
+	"github.com/karmanmq/karman/protocol/mqtt/topic"
 )
 
 // Namespace is the engine state namespace of the MQTT front-end.
@@ -24,19 +25,16 @@ func QueueName(filter string) string {
 }
 
 type filterEntry struct {
-	filter string
-	queue  string
-	refs   int
+	queue string
+	refs  int
 }
 
 // Router holds the subscribed filters.
 type Router struct {
-	mu      sync.RWMutex
+	mu      sync.Mutex // writers
 	filters map[string]*filterEntry
-	// byFirst indexes filters whose first level is literal by it; the
-	// others (first level + or #) are in wild.
-	byFirst map[string][]*filterEntry
-	wild    []*filterEntry
+	tree    topic.Tree[struct{}, string] // filter → its queue
+	matches []topic.Sub[struct{}, string] // Route's buffer (one dispatcher)
 
 	st *engine.State
 }
@@ -48,7 +46,7 @@ var (
 
 // New returns an empty Router.
 func New() *Router {
-	return &Router{filters: map[string]*filterEntry{}, byFirst: map[string][]*filterEntry{}}
+	return &Router{filters: map[string]*filterEntry{}}
 }
 
 // LoadRoutes reads the filters of the last run (engine.RouteLoader).
@@ -66,35 +64,15 @@ func (r *Router) insert(filter string) *filterEntry {
 	if f, ok := r.filters[filter]; ok {
 		return f
 	}
-	f := &filterEntry{filter: filter, queue: QueueName(filter)}
+	f := &filterEntry{queue: QueueName(filter)}
 	r.filters[filter] = f
-	first, _, _ := strings.Cut(filter, "/")
-	if first == "+" || first == "#" {
-		r.wild = append(r.wild, f)
-	} else {
-		r.byFirst[first] = append(r.byFirst[first], f)
-	}
+	r.tree.Add(filter, struct{}{}, f.queue)
 	return f
 }
 
-func (r *Router) remove(f *filterEntry) {
-	delete(r.filters, f.filter)
-	first, _, _ := strings.Cut(f.filter, "/")
-	drop := func(s []*filterEntry) []*filterEntry {
-		for i, g := range s {
-			if g == f {
-				return append(s[:i], s[i+1:]...)
-			}
-		}
-		return s
-	}
-	if first == "+" || first == "#" {
-		r.wild = drop(r.wild)
-	} else if s := drop(r.byFirst[first]); len(s) > 0 {
-		r.byFirst[first] = s
-	} else {
-		delete(r.byFirst, first)
-	}
+func (r *Router) remove(filter string) {
+	delete(r.filters, filter)
+	r.tree.Remove(filter, struct{}{})
 }
 
 // Add counts one more holder of filter and returns its queue. A filter
@@ -127,7 +105,7 @@ func (r *Router) Release(filter string) error {
 	if f.refs--; f.refs > 0 {
 		return nil
 	}
-	r.remove(f)
+	r.remove(filter)
 	if r.st != nil {
 		if err := r.st.Delete(keyPrefix + filter); err != nil {
 			return fmt.Errorf("route: release %q: %w", filter, err)
@@ -142,10 +120,10 @@ func (r *Router) Sweep() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ops []engine.StateOp
-	for _, f := range r.filters {
+	for filter, f := range r.filters {
 		if f.refs == 0 {
-			r.remove(f)
-			ops = append(ops, engine.StateOp{Key: keyPrefix + f.filter, Delete: true})
+			r.remove(filter)
+			ops = append(ops, engine.StateOp{Key: keyPrefix + filter, Delete: true})
 		}
 	}
 	if r.st == nil || len(ops) == 0 {
@@ -156,9 +134,7 @@ func (r *Router) Sweep() error {
 
 // Filters returns the number of filters routed to.
 func (r *Router) Filters() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.filters)
+	return r.tree.Len()
 }
 
 // Route names the queues of the filters matching the record's MQTT name
@@ -167,51 +143,15 @@ func (r *Router) Route(rec *engine.RouteRecord, dst []string) []string {
 	if len(rec.Topic) == 0 || rec.Topic[0] == '%' || message.IsSystemTopic(string(rec.Topic)) {
 		return dst
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if len(r.filters) == 0 {
+	if r.tree.Len() == 0 {
 		return dst
 	}
 	origin, _ := rec.Property(mapping.PropOriginTopic)
 	name := mapping.Name(string(rec.Topic), string(rec.Tags), string(origin))
-	first, _, _ := strings.Cut(name, "/")
-	for _, f := range r.byFirst[first] {
-		if Match(f.filter, name) {
-			dst = append(dst, f.queue)
-		}
+	r.matches = r.tree.Match(name, r.matches[:0])
+	for _, m := range r.matches {
+		dst = append(dst, m.Value)
 	}
-	for _, f := range r.wild {
-		if Match(f.filter, name) {
-			dst = append(dst, f.queue)
-		}
-	}
+	clear(r.matches)
 	return dst
-}
-
-// Match reports whether topic filter matches topic name: '+' one level,
-// '#' the rest (the parent too), and a filter starting with a wildcard
-// matches no name starting with '$'.
-func Match(filter, name string) bool {
-	if len(name) > 0 && name[0] == '$' && len(filter) > 0 && (filter[0] == '+' || filter[0] == '#') {
-		return false
-	}
-	for {
-		fl, frest, fmore := strings.Cut(filter, "/")
-		if fl == "#" {
-			return true
-		}
-		nl, nrest, nmore := strings.Cut(name, "/")
-		if fl != "+" && fl != nl {
-			return false
-		}
-		switch {
-		case !fmore && !nmore:
-			return true
-		case !nmore:
-			return frest == "#" // "a/#" matches "a"
-		case !fmore:
-			return false
-		}
-		filter, name = frest, nrest
-	}
 }

@@ -9,36 +9,6 @@ import (
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
 )
 
-func TestMatch(t *testing.T) {
-	for _, tc := range []struct {
-		filter, name string
-		want         bool
-	}{
-		{"a/b", "a/b", true},
-		{"a/b", "a/c", false},
-		{"a/+", "a/b", true},
-		{"a/+", "a/", true},
-		{"a/+", "a", false},
-		{"a/+", "a/b/c", false},
-		{"a/#", "a", true},
-		{"a/#", "a/b/c", true},
-		{"#", "a/b", true},
-		{"#", "$SYS/x", false},
-		{"+/x", "$SYS/x", false},
-		{"$SYS/#", "$SYS/x", true},
-		{"a//b", "a//b", true},
-		{"a/+/b", "a//b", true},
-		{"/a", "a", false},
-		{"A", "a", false},
-		{"+", "", true},
-		{"a/b/c", "a/b", false},
-	} {
-		if got := Match(tc.filter, tc.name); got != tc.want {
-			t.Errorf("Match(%q, %q) = %v, want %v", tc.filter, tc.name, got, tc.want)
-		}
-	}
-}
-
 func queueBodies(t *testing.T, e *engine.Engine, filter string) []string {
 	t.Helper()
 	ctx := context.Background()

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
-	"github.com/karmanmq/karman/protocol/mqtt/route"
+	"github.com/karmanmq/karman/protocol/mqtt/topic"
 )
 
-func matchFilter(filter, name string) bool { return route.Match(filter, name) }
+func matchFilter(filter, name string) bool { return topic.Match(filter, name) }
 
 // publish stores m in the commit log (and, when it is retained, in the
 // retained store) before it returns.

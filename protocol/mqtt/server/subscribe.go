@@ -1,48 +1,26 @@
 package server
 
 import (
-	"errors"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
+	"github.com/karmanmq/karman/protocol/mqtt/topic"
 )
-
-var errFilter = errors.New("mqtt: invalid topic filter")
-
-// validFilter checks a topic filter: not empty, '#' only as the whole
-// last level, '+' only as a whole level.
-func validFilter(f string) bool {
-	if f == "" || len(f) > 65535 || !utf8.ValidString(f) || strings.IndexByte(f, 0) >= 0 {
-		return false
-	}
-	for i, lvl := range strings.Split(f, "/") {
-		_ = i
-		if strings.ContainsAny(lvl, "+#") && len(lvl) != 1 {
-			return false
-		}
-	}
-	if i := strings.IndexByte(f, '#'); i >= 0 && i != len(f)-1 {
-		return false
-	}
-	return true
-}
 
 // newSubscription parses a raw filter ("$share/group/filter" or a
 // filter) with its options.
 func (s *Server) newSubscription(raw string, qos byte, noLocal, rap bool, rh byte, subID int) (*subscription, error) {
 	sub := &subscription{raw: raw, filter: raw, qos: min(qos, 2), noLocal: noLocal, rap: rap, rh: rh, subID: subID, committed: -1}
-	if rest, ok := strings.CutPrefix(raw, "$share/"); ok {
-		group, filter, ok := strings.Cut(rest, "/")
-		if !ok || group == "" || strings.ContainsAny(group, "+#") {
-			return nil, errFilter
+	if topic.IsShared(raw) {
+		group, filter, err := topic.ParseShared(raw)
+		if err != nil {
+			return nil, err
 		}
 		sub.group, sub.filter = group, filter
-	}
-	if !validFilter(sub.filter) {
-		return nil, errFilter
+	} else if err := topic.ValidFilter(raw); err != nil {
+		return nil, err
 	}
 	return sub, nil
 }
