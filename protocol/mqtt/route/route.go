@@ -33,7 +33,7 @@ type filterEntry struct {
 type Router struct {
 	mu      sync.Mutex // writers
 	filters map[string]*filterEntry
-	tree    topic.Tree[struct{}, string] // filter → its queue
+	tree    topic.Tree[struct{}, string]  // filter → its queue
 	matches []topic.Sub[struct{}, string] // Route's buffer (one dispatcher)
 
 	st *engine.State
