@@ -7,6 +7,7 @@ replace (
 	github.com/karmanmq/karman/engine => ../engine
 	github.com/karmanmq/karman/filter => ../filter
 	github.com/karmanmq/karman/protocol/grpc => ../protocol/grpc
+	github.com/karmanmq/karman/protocol/mqtt => ../protocol/mqtt
 	github.com/karmanmq/karman/protocol/remoting => ../protocol/remoting
 )
 
@@ -23,11 +24,13 @@ require (
 )
 
 require (
+	github.com/coder/websocket v1.8.15 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/hashicorp/go-hclog v1.6.3 // indirect
 	github.com/hashicorp/go-plugin v1.8.0 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
+	github.com/karmanmq/karman/protocol/mqtt v0.0.0-00010101000000-000000000000 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/oklog/run v1.1.0 // indirect

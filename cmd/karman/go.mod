@@ -18,6 +18,7 @@ require (
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
+	github.com/coder/websocket v1.8.15 // indirect
 	github.com/emirpasic/gods v1.12.0 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
@@ -27,6 +28,7 @@ require (
 	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/karmanmq/karman/cluster v0.0.0-00010101000000-000000000000 // indirect
 	github.com/karmanmq/karman/plugins v0.0.0-00010101000000-000000000000 // indirect
+	github.com/karmanmq/karman/protocol/mqtt v0.0.0-00010101000000-000000000000 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
@@ -109,6 +111,8 @@ replace (
 )
 
 replace github.com/karmanmq/karman/protocol/grpc => ../../protocol/grpc
+
+replace github.com/karmanmq/karman/protocol/mqtt => ../../protocol/mqtt
 
 replace google.golang.org/genproto => google.golang.org/genproto v0.0.0-20261026165753-2ffab32bce7e
 

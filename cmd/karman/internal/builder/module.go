@@ -46,6 +46,7 @@ type StandardModule struct {
 // it to the registry of a binary that imports StandardPackage.
 var Standard = []StandardModule{
 	{ID: "frontend.grpc", Package: "github.com/karmanmq/karman/server/modules/grpc"},
+	{ID: "frontend.mqtt", Package: "github.com/karmanmq/karman/server/modules/mqtt"},
 	{ID: "frontend.namesrv", Package: "github.com/karmanmq/karman/server/modules/namesrv"},
 	{ID: "frontend.remoting", Package: "github.com/karmanmq/karman/server/modules/broker"},
 	{ID: "plugin.process", Package: "github.com/karmanmq/karman/server/modules/plugin"},
