@@ -156,13 +156,14 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 	}
 	if h.Listener != nil {
 		m.wg.Go(func() { srv.Serve(h.Listener) })
-		h.Logger.Info("mqtt serving", "addr", h.Listener.Addr().String())
 	}
 	if m.tlsLn != nil {
 		ln := tls.NewListener(m.tlsLn, m.tlsConf)
 		m.tlsLn = nil
 		m.wg.Go(func() { srv.Serve(ln) })
-		h.Logger.Info("mqtt serving TLS", "addr", ln.Addr().String())
+		if h.Announce != nil {
+			h.Announce(Name+"-tls", ln.Addr())
+		}
 	}
 	if m.wsLn != nil {
 		mux := http.NewServeMux()
@@ -171,7 +172,9 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 		ln := m.wsLn
 		m.wsLn = nil
 		m.wg.Go(func() { m.httpSrv.Serve(ln) })
-		h.Logger.Info("mqtt serving WebSocket", "addr", ln.Addr().String(), "path", WSPath)
+		if h.Announce != nil {
+			h.Announce(Name+"-ws", ln.Addr())
+		}
 	}
 	return nil
 }
