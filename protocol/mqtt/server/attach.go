@@ -38,9 +38,14 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 			present = true
 		}
 		ss.mu.Lock()
-		if ss.will != nil {
-			ss.will.Stop() // a reconnect cancels a delayed will [MQTT-3.1.3-9]
-			ss.will = nil
+		ss.willPending = false // a reconnect cancels a delayed will [MQTT-3.1.3-9]
+		if ss.willTimer != nil {
+			ss.willTimer.Stop()
+			ss.willTimer = nil
+		}
+		if ss.expireTimer != nil {
+			ss.expireTimer.Stop()
+			ss.expireTimer = nil
 		}
 		ss.conn, ss.gone = c, time.Time{}
 		ss.version, ss.expiry = c.version, expiry
@@ -90,6 +95,7 @@ func (s *Server) detach(c *conn) {
 		if err := ss.saveLocked(); err != nil {
 			s.log.Warn("mqtt: save session", "client", ss.id, "err", err)
 		}
+		ss.scheduleExpiryLocked()
 	}
 	// QoS 1 messages of shared subscriptions go to other members.
 	var moved []*outFlight

@@ -126,33 +126,33 @@ func (s *Server) publishWill(id string) {
 }
 
 // willAtEnd publishes the will of a connection that ended without a
-// DISCONNECT: at once, or after its delay while the session lives.
+// DISCONNECT: at once, or after its delay while the session lives; a
+// session that ends first publishes it then (endSession).
 func (s *Server) willAtEnd(c *conn) {
 	ss := c.ss
 	ss.mu.Lock()
 	delay := c.willDelay
-	if ss.expiry < delay {
-		delay = ss.expiry
-	}
 	if delay == 0 || !ss.persist {
 		ss.mu.Unlock()
 		s.publishWill(ss.id)
 		return
 	}
-	id := ss.id
-	var t *time.Timer
-	t = time.AfterFunc(time.Duration(delay)*time.Second, func() {
-		ss.mu.Lock()
-		mine := ss.will == t
-		if mine {
-			ss.will = nil
-		}
-		ss.mu.Unlock()
-		if mine {
-			s.publishWill(id)
-		}
-	})
-	ss.will = t
+	ss.willPending = true
+	if ss.expiry == neverExpires || delay < ss.expiry {
+		var t *time.Timer
+		t = time.AfterFunc(time.Duration(delay)*time.Second, func() {
+			ss.mu.Lock()
+			mine := ss.willTimer == t && ss.willPending
+			if mine {
+				ss.willTimer, ss.willPending = nil, false
+			}
+			ss.mu.Unlock()
+			if mine {
+				s.publishWill(ss.id)
+			}
+		})
+		ss.willTimer = t
+	}
 	ss.mu.Unlock()
 }
 

@@ -51,6 +51,9 @@ func (r *raw) read() packet.Packet {
 	if err != nil {
 		r.t.Fatalf("read: %v", err)
 	}
+	if pub, ok := p.(*packet.Publish); ok { // it aliases the decoder's buffer
+		pub.Payload = append([]byte(nil), pub.Payload...)
+	}
 	return p
 }
 

@@ -167,8 +167,7 @@ func New(e *engine.Engine, router *route.Router, opts *Options) (*Server, error)
 		cancel()
 		return nil, err
 	}
-	s.wg.Add(2)
-	go s.expiryLoop()
+	s.wg.Add(1)
 	go s.sysLoop()
 	return s, nil
 }
@@ -252,6 +251,17 @@ func (s *Server) Close() error {
 	for _, c := range conns {
 		c.shutdown()
 	}
+	s.mu.Lock()
+	for _, ss := range s.sessions {
+		ss.mu.Lock()
+		for _, t := range []*time.Timer{ss.willTimer, ss.expireTimer} {
+			if t != nil {
+				t.Stop() // the next start schedules them again
+			}
+		}
+		ss.mu.Unlock()
+	}
+	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
 }

@@ -83,7 +83,11 @@ type session struct {
 	qos2In  map[uint16]struct{}
 	conn    *conn
 	gone    time.Time   // when the last connection ended; zero while connected
-	will    *time.Timer // a delayed will waiting to be published
+	// willPending: the last connection's will waits, for its delay
+	// (willTimer) or for the session's end, whichever comes first.
+	willPending bool
+	willTimer   *time.Timer
+	expireTimer *time.Timer // ends the session once it has no connection
 }
 
 func newSession(s *Server, id string) *session {
@@ -252,6 +256,7 @@ func (s *Server) loadSessions() error {
 			return err
 		}
 		s.sessions[ss.id] = ss
+		ss.scheduleExpiryLocked()
 	}
 	return nil
 }
@@ -329,31 +334,32 @@ func (ss *session) expired(now time.Time) bool {
 	return now.Sub(ss.gone) >= time.Duration(ss.expiry)*time.Second
 }
 
-// expiryLoop ends sessions whose expiry interval passed.
-func (s *Server) expiryLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case now := <-t.C:
-			s.mu.Lock()
-			var gone []*session
-			for id, ss := range s.sessions {
-				ss.mu.Lock()
-				if ss.expired(now) {
-					delete(s.sessions, id)
-					gone = append(gone, ss)
-				}
-				ss.mu.Unlock()
-			}
-			s.mu.Unlock()
-			for _, ss := range gone {
-				s.endSession(ss)
-			}
-		}
+// scheduleExpiry arms the timer that ends the session once its expiry
+// interval after the connection's end has passed; mu held.
+func (ss *session) scheduleExpiryLocked() {
+	if ss.expireTimer != nil {
+		ss.expireTimer.Stop()
+		ss.expireTimer = nil
+	}
+	if ss.conn != nil || ss.expiry == neverExpires || ss.gone.IsZero() {
+		return
+	}
+	left := time.Until(ss.gone.Add(time.Duration(ss.expiry) * time.Second))
+	ss.expireTimer = time.AfterFunc(max(left, 0), func() { ss.s.expire(ss) })
+}
+
+// expire ends a session whose expiry interval passed.
+func (s *Server) expire(ss *session) {
+	s.mu.Lock()
+	ss.mu.Lock()
+	ok := s.sessions[ss.id] == ss && ss.expired(time.Now())
+	if ok {
+		delete(s.sessions, ss.id)
+	}
+	ss.mu.Unlock()
+	s.mu.Unlock()
+	if ok {
+		s.endSession(ss)
 	}
 }
 
@@ -366,8 +372,16 @@ func (s *Server) endSession(ss *session) {
 	ss.subs = map[string]*subscription{}
 	outs := ss.out
 	ss.out = map[uint16]*outFlight{}
-	willWaiting := ss.will != nil && ss.will.Stop()
-	ss.will = nil
+	willWaiting := ss.willPending
+	ss.willPending = false
+	if ss.willTimer != nil {
+		ss.willTimer.Stop()
+		ss.willTimer = nil
+	}
+	if ss.expireTimer != nil {
+		ss.expireTimer.Stop()
+		ss.expireTimer = nil
+	}
 	persist := ss.persist
 	ss.mu.Unlock()
 	for _, f := range outs {
