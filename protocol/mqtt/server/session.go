@@ -82,7 +82,7 @@ type session struct {
 	seq     uint64
 	qos2In  map[uint16]struct{}
 	conn    *conn
-	gone    time.Time   // when the last connection ended; zero while connected
+	gone    time.Time // when the last connection ended; zero while connected
 	// willPending: the last connection's will waits, for its delay
 	// (willTimer) or for the session's end, whichever comes first.
 	willPending bool
