@@ -36,8 +36,10 @@ type conn struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 
-	wmu  sync.Mutex
-	wbuf []byte
+	wmu         sync.Mutex
+	wbuf        []byte
+	aliasOutMax int               // the client's Topic Alias Maximum (v5)
+	aliasesOut  map[string]uint16 // topic → alias given; under wmu
 
 	credits       chan struct{} // free outbound QoS > 0 slots
 	clientMaxSize int           // the client's Maximum Packet Size; 0 none
@@ -71,6 +73,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) write(p packet.Packet) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if pub, ok := p.(*packet.Publish); ok && c.aliasOutMax > 0 {
+		c.aliasOut(pub)
+	}
 	b, err := p.AppendTo(c.wbuf[:0], c.version)
 	if err != nil {
 		return err
@@ -84,6 +89,27 @@ func (c *conn) write(p packet.Packet) error {
 		return err
 	}
 	return nil
+}
+
+// aliasOut gives a PUBLISH to the client a topic alias when the client
+// takes them: the first PUBLISH of a topic carries the topic and its new
+// alias, later ones the alias alone. Aliases are handed out in write
+// order (wmu held) until the client's maximum; topics past it go in full.
+func (c *conn) aliasOut(p *packet.Publish) {
+	if a, ok := c.aliasesOut[p.Topic]; ok {
+		p.Properties.TopicAlias = a
+		p.Topic = ""
+		return
+	}
+	if len(c.aliasesOut) >= c.aliasOutMax {
+		return
+	}
+	if c.aliasesOut == nil {
+		c.aliasesOut = map[string]uint16{}
+	}
+	a := uint16(len(c.aliasesOut) + 1)
+	c.aliasesOut[p.Topic] = a
+	p.Properties.TopicAlias = a
 }
 
 // takeover ends the connection for a new one of the same client id.
@@ -222,6 +248,7 @@ func (c *conn) connect(cp *packet.Connect) bool {
 			quota = rm
 		}
 		c.clientMaxSize = int(cp.Properties.MaximumPacketSize)
+		c.aliasOutMax = min(int(cp.Properties.TopicAliasMaximum), 1024)
 	}
 	c.credits = make(chan struct{}, quota)
 	for range quota {

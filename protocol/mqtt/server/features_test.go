@@ -387,3 +387,37 @@ func TestSys(t *testing.T) {
 	d.sub("#", 0)
 	d.none(0, 100*time.Millisecond)
 }
+
+func TestTopicAliasOutbound(t *testing.T) {
+	b := startBroker(t, "", nil)
+	cp := v5connect("al", true, 0)
+	cp.Properties.TopicAliasMaximum = 2
+	s, _ := dialRaw(t, b.addr, packet.Version5, cp)
+	s.subscribe(1, packet.Subscription{Filter: "al/#", QoS: 0})
+	p, _ := dialRaw(t, b.addr, packet.Version5, v5connect("p", true, 0))
+	topics := []string{"al/a", "al/b", "al/c", "al/a", "al/b", "al/c"}
+	for i, tp := range topics {
+		p.publish(uint16(i+1), tp, 1, tp)
+	}
+	aliases := map[uint16]string{}
+	for i, want := range topics {
+		got := s.expect(packet.PUBLISH).(*packet.Publish)
+		a := got.Properties.TopicAlias
+		topic := got.Topic
+		switch {
+		case a != 0 && topic != "":
+			aliases[a] = topic
+		case a != 0:
+			topic = aliases[a]
+		}
+		if topic != want || string(got.Payload) != want {
+			t.Fatalf("message %d: topic %q alias %d payload %q, want %s", i, got.Topic, a, got.Payload, want)
+		}
+		if want == "al/c" && a != 0 {
+			t.Fatalf("al/c got alias %d beyond the client's maximum of 2", a)
+		}
+		if i >= 3 && want != "al/c" && got.Topic != "" {
+			t.Fatalf("message %d: the topic again instead of the alias alone", i)
+		}
+	}
+}
