@@ -421,3 +421,26 @@ func TestTopicAliasOutbound(t *testing.T) {
 		}
 	}
 }
+
+// A member that takes messages and never acknowledges them does not keep
+// them: after the stall timeout they go to another member.
+func TestSharedStalledMember(t *testing.T) {
+	b := startBroker(t, "", &server.Options{SharedStallTimeout: 300 * time.Millisecond, MaxInflight: 4})
+	stalled, _ := dialRaw(t, b.addr, packet.Version5, v5connect("stalled", true, 0))
+	stalled.subscribe(1, packet.Subscription{Filter: "$share/g/st/#", QoS: 1})
+	p, _ := dialRaw(t, b.addr, packet.Version5, v5connect("p", true, 0))
+	for i := range 4 {
+		p.publish(uint16(i+1), "st/x", 1, fmt.Sprint(i))
+	}
+	for range 4 { // all four, none acknowledged
+		stalled.expect(packet.PUBLISH)
+	}
+	good, _ := dialRaw(t, b.addr, packet.Version5, v5connect("good", true, 0))
+	good.subscribe(1, packet.Subscription{Filter: "$share/g/st/#", QoS: 1})
+	seen := map[string]bool{}
+	for len(seen) < 4 {
+		pub := good.expect(packet.PUBLISH).(*packet.Publish)
+		seen[string(pub.Payload)] = true
+		good.send(&packet.Puback{PacketID: pub.PacketID})
+	}
+}

@@ -56,6 +56,10 @@ type Options struct {
 	// SysInterval is how often $SYS/broker/... statistics are
 	// published; default 10 s.
 	SysInterval time.Duration
+	// SharedStallTimeout is how long a member of a shared subscription
+	// may leave a QoS 1 message unacknowledged before it is handed to
+	// another member. Default 30 s.
+	SharedStallTimeout time.Duration
 }
 
 func (o *Options) defaults(e *engine.Engine) {
@@ -88,6 +92,9 @@ func (o *Options) defaults(e *engine.Engine) {
 	}
 	if o.SysInterval <= 0 {
 		o.SysInterval = 10 * time.Second
+	}
+	if o.SharedStallTimeout <= 0 {
+		o.SharedStallTimeout = 30 * time.Second
 	}
 }
 
@@ -167,8 +174,9 @@ func New(e *engine.Engine, router *route.Router, opts *Options) (*Server, error)
 		cancel()
 		return nil, err
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.sysLoop()
+	go s.stallLoop()
 	return s, nil
 }
 

@@ -66,6 +66,7 @@ type outFlight struct {
 	msg   *mapping.Message // retained messages only: not in a queue
 	group *sharedGroup     // a shared subscription's message
 	subID int
+	sent  time.Time // when it was sent (shared QoS 1: for stalls)
 }
 
 type session struct {

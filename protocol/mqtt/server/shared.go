@@ -295,7 +295,7 @@ func (c *conn) deliverShared(g *sharedGroup, sub *subscription, off int64, m *ma
 			return false
 		}
 		ss.seq++
-		f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, group: g, subID: sub.subID}
+		f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, group: g, subID: sub.subID, sent: time.Now()}
 		ss.out[pid] = f
 		ss.mu.Unlock()
 		ss.putOut(f)
@@ -310,4 +310,41 @@ func (c *conn) deliverShared(g *sharedGroup, sub *subscription, off int64, m *ma
 	}
 	c.s.msgsOut.Add(1)
 	return true
+}
+
+// stallLoop hands the QoS 1 messages that members of shared subscriptions
+// leave unacknowledged for SharedStallTimeout to other members. The
+// member's copy stays in flight on its session; its group no longer
+// waits for it.
+func (s *Server) stallLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(min(time.Second, s.opts.SharedStallTimeout/2))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			type moved struct {
+				g   *sharedGroup
+				off int64
+			}
+			var ms []moved
+			s.mu.Lock()
+			for _, ss := range s.sessions {
+				ss.mu.Lock()
+				for _, f := range ss.out {
+					if f.group != nil && f.qos == 1 && !f.sent.IsZero() && now.Sub(f.sent) >= s.opts.SharedStallTimeout {
+						ms = append(ms, moved{f.group, f.offset})
+						f.group = nil
+					}
+				}
+				ss.mu.Unlock()
+			}
+			s.mu.Unlock()
+			for _, m := range ms {
+				m.g.requeue(m.off)
+			}
+		}
+	}
 }
