@@ -69,8 +69,9 @@ type dispatcher struct {
 	halfIDs map[string]int // id → index in halves
 	idBuf   []byte         // the ids of halves, back to back
 
-	rec    RouteRecord // the record shown to the router
-	routes []string    // the router's answer, reused
+	rec     RouteRecord // the record shown to the router
+	routes  []string    // the router's answer, reused
+	nameBuf []byte      // a routed queue's name
 }
 
 // batchHalf is a half message indexed in the current batch.
@@ -603,22 +604,23 @@ func (d *dispatcher) indexLightQueues(names []byte, entry queue.Entry) error {
 		if len(name) == 0 {
 			continue
 		}
-		if err := d.indexLightQueue(string(name), entry); err != nil {
+		if err := d.indexLightQueue(string(name), name, entry); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// indexLightQueue appends the record to light queue name.
-func (d *dispatcher) indexLightQueue(name string, entry queue.Entry) error {
+// indexLightQueue appends the record to light queue name (nameBytes is
+// the same name).
+func (d *dispatcher) indexLightQueue(name string, nameBytes []byte, entry queue.Entry) error {
 	q, err := d.e.lightQueue(name)
 	if err != nil {
 		return err
 	}
 	entry.Offset = q.next
 	q.next++
-	if err := d.qw.Add(&d.sorted, []byte(name), 0, entry); err != nil {
+	if err := d.qw.Add(&d.sorted, nameBytes, 0, entry); err != nil {
 		return err
 	}
 	d.touched[q] = q.next

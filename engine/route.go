@@ -65,7 +65,8 @@ func (d *dispatcher) route(topic []byte, p *recordProps, props []byte, entry que
 		if !IsLightQueue(name) || len(name) > 255 || strings.IndexByte(name, ',') >= 0 {
 			continue
 		}
-		if err := d.indexLightQueue(name, entry); err != nil {
+		d.nameBuf = append(d.nameBuf[:0], name...)
+		if err := d.indexLightQueue(name, d.nameBuf, entry); err != nil {
 			return err
 		}
 	}

@@ -83,7 +83,11 @@ func (c *conn) write(p packet.Packet) error {
 	if cap(b) <= 64<<10 {
 		c.wbuf = b
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+	timeout := c.s.opts.WriteTimeout
+	if c.stopping.Load() || c.takenOver.Load() {
+		timeout = time.Second // a last word, not a wait
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := c.nc.Write(b); err != nil {
 		c.nc.Close() // the reader sees it and ends the connection
 		return err
@@ -115,6 +119,7 @@ func (c *conn) aliasOut(p *packet.Publish) {
 // takeover ends the connection for a new one of the same client id.
 func (c *conn) takeover() {
 	c.takenOver.Store(true)
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) // a write in progress ends soon
 	if c.version == packet.Version5 {
 		c.write(&packet.Disconnect{ReasonCode: packet.SessionTakenOver})
 	}
@@ -124,6 +129,7 @@ func (c *conn) takeover() {
 // shutdown ends the connection as the server stops.
 func (c *conn) shutdown() {
 	c.stopping.Store(true)
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) // a write in progress ends soon
 	if c.ss != nil && c.version == packet.Version5 {
 		c.write(&packet.Disconnect{ReasonCode: packet.ServerShuttingDown})
 	}
