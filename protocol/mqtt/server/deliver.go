@@ -104,7 +104,7 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 			}
 			continue
 		}
-		if sub.qos == 0 && res.MaxOffset-off > s.opts.MaxQoS0Lag {
+		if sub.o().qos == 0 && res.MaxOffset-off > s.opts.MaxQoS0Lag {
 			// Too slow for its QoS 0 messages: skip to the newest.
 			skipTo := res.MaxOffset - 1
 			s.droppedQoS0.Add(skipTo - off)
@@ -176,14 +176,15 @@ func (c *conn) tooLarge(p packet.Packet) bool {
 // error only when ctx ended before it could be sent.
 func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message) error {
 	ss := c.ss
-	if sub.noLocal && m.Publisher == ss.id {
+	o := sub.o()
+	if o.noLocal && m.Publisher == ss.id {
 		return nil
 	}
 	if !m.ExpireAt.IsZero() && !time.Now().Before(m.ExpireAt) {
 		return nil
 	}
-	qos := min(m.QoS, sub.qos)
-	p := c.outPublish(m, qos, sub.rap && m.Retain, sub.subID)
+	qos := min(m.QoS, o.qos)
+	p := c.outPublish(m, qos, o.rap && m.Retain, o.subID)
 	if c.tooLarge(p) {
 		return nil
 	}
@@ -212,7 +213,7 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 		return errors.New("mqtt: no free packet id")
 	}
 	ss.seq++
-	f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, subID: sub.subID}
+	f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, subID: o.subID}
 	ss.out[pid] = f
 	sub.inflight = append(sub.inflight, off)
 	sub.next = max(sub.next, off+1)

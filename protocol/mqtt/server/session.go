@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sync"
+	"sync/atomic"
 
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
 )
@@ -25,14 +26,11 @@ import (
 const neverExpires = 0xFFFFFFFF
 
 type subscription struct {
-	raw          string // as subscribed: "$share/g/f" or f
-	filter       string // the filter matched
-	group        string // the share name; "" when not shared
-	qos          byte
-	noLocal, rap bool
-	rh           byte
-	subID        int
-	queue        string
+	raw    string // as subscribed: "$share/g/f" or f
+	filter string // the filter matched
+	group  string // the share name; "" when not shared
+	queue  string
+	opts   atomic.Pointer[subOpts] // replaced when the filter is subscribed again
 
 	// Of a non-shared subscription, guarded by the session's mu.
 	next      int64   // the next queue offset to read
@@ -40,6 +38,16 @@ type subscription struct {
 	committed int64   // last offset persisted
 	shared    *sharedGroup
 }
+
+// subOpts are a subscription's options.
+type subOpts struct {
+	qos          byte
+	noLocal, rap bool
+	rh           byte
+	subID        int
+}
+
+func (sub *subscription) o() *subOpts { return sub.opts.Load() }
 
 // commitOffset is where delivery resumes after a restart.
 func (sub *subscription) commitOffset() int64 {
@@ -135,7 +143,8 @@ func (ss *session) record() sessionRecord {
 		r.Gone = ss.gone.UnixMilli()
 	}
 	for _, sub := range ss.subs {
-		r.Subs = append(r.Subs, subRecord{R: sub.raw, Q: sub.qos, NL: sub.noLocal, RAP: sub.rap, RH: sub.rh, SI: sub.subID})
+		o := sub.o()
+		r.Subs = append(r.Subs, subRecord{R: sub.raw, Q: o.qos, NL: o.noLocal, RAP: o.rap, RH: o.rh, SI: o.subID})
 	}
 	slices.SortFunc(r.Subs, func(a, b subRecord) int { return strings.Compare(a.R, b.R) })
 	return r

@@ -160,7 +160,7 @@ func (g *sharedGroup) pickLocked(qos byte) *member {
 	n := len(g.members)
 	for i := range n {
 		m := g.members[(g.rr+i)%n]
-		q := min(qos, m.sub.qos)
+		q := min(qos, m.sub.o().qos)
 		if q == 0 {
 			g.rr = (g.rr + i + 1) % n
 			return m
@@ -238,7 +238,7 @@ func (g *sharedGroup) run(ctx context.Context) {
 			}
 			continue
 		}
-		qos := min(m.QoS, mb.sub.qos)
+		qos := min(m.QoS, mb.sub.o().qos)
 		if mb.c.deliverShared(g, mb.sub, rm.QueueOffset, m, qos) {
 			g.advance(off, redo, qos > 0)
 		} else if qos > 0 {
@@ -283,7 +283,8 @@ func (g *sharedGroup) wait(ctx context.Context, off int64) {
 // qos > 0 is taken. false: not sent.
 func (c *conn) deliverShared(g *sharedGroup, sub *subscription, off int64, m *mapping.Message, qos byte) bool {
 	ss := c.ss
-	p := c.outPublish(m, qos, false, sub.subID)
+	subID := sub.o().subID
+	p := c.outPublish(m, qos, false, subID)
 	if c.tooLarge(p) {
 		return true
 	}
@@ -295,7 +296,7 @@ func (c *conn) deliverShared(g *sharedGroup, sub *subscription, off int64, m *ma
 			return false
 		}
 		ss.seq++
-		f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, group: g, subID: sub.subID, sent: time.Now()}
+		f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, group: g, subID: subID, sent: time.Now()}
 		ss.out[pid] = f
 		ss.mu.Unlock()
 		ss.putOut(f)

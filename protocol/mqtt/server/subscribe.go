@@ -12,7 +12,8 @@ import (
 // newSubscription parses a raw filter ("$share/group/filter" or a
 // filter) with its options.
 func (s *Server) newSubscription(raw string, qos byte, noLocal, rap bool, rh byte, subID int) (*subscription, error) {
-	sub := &subscription{raw: raw, filter: raw, qos: min(qos, 2), noLocal: noLocal, rap: rap, rh: rh, subID: subID, committed: -1}
+	sub := &subscription{raw: raw, filter: raw, committed: -1}
+	sub.opts.Store(&subOpts{qos: min(qos, 2), noLocal: noLocal, rap: rap, rh: rh, subID: subID})
 	if topic.IsShared(raw) {
 		group, filter, err := topic.ParseShared(raw)
 		if err != nil {
@@ -48,7 +49,7 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 			ack.ReasonCodes[i] = fail
 			continue
 		}
-		if sub.group != "" && sub.noLocal {
+		if sub.group != "" && sub.o().noLocal {
 			c.disconnect(packet.ProtocolError, "no local on a shared subscription")
 			return false
 		}
@@ -69,7 +70,7 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 		old := ss.subs[sub.raw]
 		if old != nil {
 			// The same filter again: new options, nothing lost.
-			old.qos, old.noLocal, old.rap, old.rh, old.subID = sub.qos, sub.noLocal, sub.rap, sub.rh, sub.subID
+			old.opts.Store(sub.o())
 			sub = old
 			ss.saveLocked()
 			ss.mu.Unlock()
@@ -102,8 +103,9 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 			}
 			start = append(start, sub)
 		}
-		ack.ReasonCodes[i] = packet.ReasonCode(sub.qos)
-		if sub.group == "" && (sub.rh == 0 || (sub.rh == 1 && old == nil)) {
+		o := sub.o()
+		ack.ReasonCodes[i] = packet.ReasonCode(o.qos)
+		if sub.group == "" && (o.rh == 0 || (o.rh == 1 && old == nil)) {
 			sendRetained = append(sendRetained, retainedFor{sub})
 		}
 	}
@@ -115,12 +117,12 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 	}
 	for _, r := range sendRetained {
 		for _, m := range s.retained.matching(r.sub.filter) {
-			c.deliverMessage(m, min(m.QoS, r.sub.qos), r.sub.subID)
+			c.deliverMessage(m, min(m.QoS, r.sub.o().qos), r.sub.o().subID)
 		}
 		if strings.HasPrefix(r.sub.filter, "$SYS") {
 			for _, m := range s.sysMessages() {
 				if matchFilter(r.sub.filter, m.Topic) {
-					c.deliverMessage(m, 0, r.sub.subID)
+					c.deliverMessage(m, 0, r.sub.o().subID)
 				}
 			}
 		}

@@ -54,7 +54,8 @@ func (s *Server) sysLoop() {
 			if ss.conn != nil {
 				for _, sub := range ss.subs {
 					if sub.group == "" && len(sub.filter) > 0 && sub.filter[0] == '$' {
-						targets = append(targets, target{ss.conn, sub.subID, sub.rap, sub.filter})
+						o := sub.o()
+						targets = append(targets, target{ss.conn, o.subID, o.rap, sub.filter})
 					}
 				}
 			}
