@@ -49,8 +49,8 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 		}
 		ss.conn, ss.gone = c, time.Time{}
 		ss.version, ss.expiry = c.version, expiry
-		wasPersistent := ss.persist
-		ss.persist = persist
+		wasPersistent := ss.persist.Load()
+		ss.persist.Store(persist)
 		err := ss.saveLocked()
 		ss.mu.Unlock()
 		s.mu.Unlock()
@@ -87,7 +87,7 @@ func (s *Server) detach(c *conn) {
 	}
 	ss.conn = nil
 	ss.gone = time.Now()
-	end := !ss.persist
+	end := !ss.persist.Load()
 	if end && s.sessions[ss.id] == ss {
 		delete(s.sessions, ss.id)
 	}
@@ -109,10 +109,11 @@ func (s *Server) detach(c *conn) {
 	for _, sub := range ss.subs {
 		subs = append(subs, sub)
 	}
+	persist := ss.persist.Load()
 	ss.mu.Unlock()
 	s.mu.Unlock()
 	for _, f := range moved {
-		if ss.persist {
+		if persist {
 			s.st.Delete(pidKey("i", ss.id, f.pid))
 		}
 		f.group.requeue(f.offset)
@@ -123,7 +124,7 @@ func (s *Server) detach(c *conn) {
 	}
 	for _, sub := range subs {
 		if sub.shared != nil {
-			sub.shared.leave(ss)
+			sub.shared.leave(ss, c) // not a connection that took the session since
 		}
 	}
 }

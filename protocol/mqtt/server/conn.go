@@ -372,7 +372,7 @@ func (c *conn) handle(p packet.Packet) bool {
 					return false
 				}
 				c.ss.expiry = p.Properties.SessionExpiry
-				c.ss.persist = c.ss.expiry > 0
+				c.ss.persist.Store(c.ss.expiry > 0)
 				c.ss.mu.Unlock()
 			}
 			if p.ReasonCode == packet.DisconnectWithWillMessage {
@@ -498,7 +498,7 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 	if p.QoS == 2 {
 		c.ss.mu.Lock()
 		c.ss.qos2In[p.PacketID] = struct{}{}
-		persist := c.ss.persist
+		persist := c.ss.persist.Load()
 		c.ss.mu.Unlock()
 		if persist {
 			if err := s.st.Put(pidKey("q", c.ss.id, p.PacketID), nil); err != nil {
@@ -529,7 +529,7 @@ func (c *conn) handlePubrel(p *packet.Pubrel) bool {
 	ss.mu.Lock()
 	_, ok := ss.qos2In[p.PacketID]
 	delete(ss.qos2In, p.PacketID)
-	persist := ss.persist
+	persist := ss.persist.Load()
 	ss.mu.Unlock()
 	code := packet.Success
 	if !ok {

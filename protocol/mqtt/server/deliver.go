@@ -320,7 +320,7 @@ func (ss *session) acked(c *conn, pid uint16) {
 			ss.saveOffsetLocked(sub)
 		}
 	}
-	persist := ss.persist
+	persist := ss.persist.Load()
 	ss.mu.Unlock()
 	if !ok {
 		return

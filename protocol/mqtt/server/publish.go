@@ -132,7 +132,7 @@ func (s *Server) willAtEnd(c *conn) {
 	ss := c.ss
 	ss.mu.Lock()
 	delay := c.willDelay
-	if delay == 0 || !ss.persist {
+	if delay == 0 || !ss.persist.Load() {
 		ss.mu.Unlock()
 		s.publishWill(ss.id)
 		return

@@ -83,8 +83,8 @@ type session struct {
 
 	mu      sync.Mutex
 	version byte
-	persist bool   // kept after the connection ends
-	expiry  uint32 // seconds after the connection ends; neverExpires
+	persist atomic.Bool // kept after the connection ends
+	expiry  uint32      // seconds after the connection ends; neverExpires
 	subs    map[string]*subscription
 	out     map[uint16]*outFlight
 	nextPID uint16
@@ -152,7 +152,7 @@ func (ss *session) record() sessionRecord {
 
 // saveLocked writes the session's header; mu held.
 func (ss *session) saveLocked() error {
-	if !ss.persist {
+	if !ss.persist.Load() {
 		return nil
 	}
 	b, _ := json.Marshal(ss.record())
@@ -160,7 +160,7 @@ func (ss *session) saveLocked() error {
 }
 
 func (ss *session) saveOffsetLocked(sub *subscription) error {
-	if !ss.persist || sub.group != "" {
+	if !ss.persist.Load() || sub.group != "" {
 		return nil
 	}
 	c := sub.commitOffset()
@@ -177,7 +177,7 @@ func (ss *session) saveOffsetLocked(sub *subscription) error {
 }
 
 func (ss *session) putOut(f *outFlight) error {
-	if !ss.persist || f.msg != nil {
+	if !ss.persist.Load() || f.msg != nil {
 		return nil
 	}
 	r := outRecord{S: f.sub, O: f.offset, Q: f.qos, Rel: f.rel, Seq: f.seq, SI: f.subID}
@@ -230,7 +230,8 @@ func (s *Server) loadSessions() error {
 			return nil
 		}
 		ss := newSession(s, strings.TrimPrefix(k, "s/"))
-		ss.version, ss.expiry, ss.persist = r.V, r.E, true
+		ss.version, ss.expiry = r.V, r.E
+		ss.persist.Store(true)
 		ss.gone = now // connected at the crash: its connection ended now
 		if r.Gone != 0 {
 			ss.gone = time.UnixMilli(r.Gone)
@@ -392,7 +393,7 @@ func (s *Server) endSession(ss *session) {
 		ss.expireTimer.Stop()
 		ss.expireTimer = nil
 	}
-	persist := ss.persist
+	persist := ss.persist.Load()
 	ss.mu.Unlock()
 	for _, f := range outs {
 		if f.group != nil {
@@ -414,7 +415,7 @@ func (s *Server) endSession(ss *session) {
 
 func (s *Server) releaseSubscription(ss *session, sub *subscription) {
 	if sub.shared != nil {
-		sub.shared.leave(ss)
+		sub.shared.leave(ss, nil)
 	}
 	if err := s.router.Release(sub.filter); err != nil {
 		s.log.Warn("mqtt: release filter", "filter", sub.filter, "err", err)

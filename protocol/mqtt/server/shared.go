@@ -93,10 +93,11 @@ func (g *sharedGroup) join(ss *session, c *conn, sub *subscription) {
 	g.wakeLocked()
 }
 
-func (g *sharedGroup) leave(ss *session) {
+// leave removes the session's membership; with c set, only c's.
+func (g *sharedGroup) leave(ss *session, c *conn) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.members = slices.DeleteFunc(g.members, func(m *member) bool { return m.ss == ss })
+	g.members = slices.DeleteFunc(g.members, func(m *member) bool { return m.ss == ss && (c == nil || m.c == c) })
 	if len(g.members) == 0 && g.cancel != nil {
 		g.cancel()
 		g.cancel = nil

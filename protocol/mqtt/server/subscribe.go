@@ -140,7 +140,7 @@ func (c *conn) handleUnsubscribe(p *packet.Unsubscribe) bool {
 		if sub != nil {
 			ss.saveLocked()
 		}
-		persist := ss.persist
+		persist := ss.persist.Load()
 		ss.mu.Unlock()
 		code := packet.Success
 		if sub == nil {
