@@ -62,16 +62,13 @@ func (e *Engine) beforeStore(ctx context.Context, msgs []*message.Message, queue
 			return nil, fmt.Errorf("%w: %s and %s", ErrBatchMixedTargets, topic, m.Topic)
 		}
 		c := *m
-		if c.Properties == nil && c.EncodedProperties != nil {
-			props, err := message.DecodeProperties(c.EncodedProperties)
-			if err != nil {
-				return nil, fmt.Errorf("%w: properties: %w", ErrInvalidMessage, err)
-			}
-			c.Properties = props
-		} else {
+		if c.Properties != nil {
 			c.Properties = maps.Clone(c.Properties)
+			c.EncodedProperties = nil
 		}
-		c.EncodedProperties = nil
+		// Encoded properties stay encoded until a hook reads them into
+		// Properties (or changes them): those no hook touched are
+		// stored as they came, without decoding and encoding them again.
 		copies[i] = c
 		view[i] = &copies[i]
 	}
@@ -86,10 +83,9 @@ func (e *Engine) beforeStore(ctx context.Context, msgs []*message.Message, queue
 	}
 	// Keep the hooks' properties and nothing else of what they changed.
 	for i, m := range msgs {
-		props := copies[i].Properties
+		props, encoded := copies[i].Properties, copies[i].EncodedProperties
 		copies[i] = *m
-		copies[i].Properties = props
-		copies[i].EncodedProperties = nil
+		copies[i].Properties, copies[i].EncodedProperties = props, encoded
 		view[i] = &copies[i]
 	}
 	return view, nil

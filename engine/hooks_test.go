@@ -504,3 +504,30 @@ func TestHooksConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreHookSeesEncodedProperties: a front-end's encoded properties
+// reach a store hook still encoded, readable through the accessors, and
+// a message whose properties no hook touched is stored with them.
+func TestStoreHookSeesEncodedProperties(t *testing.T) {
+	var encodedSeen, valueSeen bool
+	look := storeFunc(func(ctx context.Context, b *hook.StoreBatch) error {
+		m := b.Messages[0]
+		encodedSeen = m.Properties == nil && len(m.EncodedProperties) > 0
+		valueSeen = m.Property("x") == "y"
+		return nil
+	})
+	e := openTest(t, t.TempDir(), &Options{Hooks: []any{look}})
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	m := &message.Message{Topic: "T", Body: []byte("b"), EncodedProperties: message.AppendProperties(nil, map[string]string{"x": "y"})}
+	if _, err := e.Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if !encodedSeen || !valueSeen {
+		t.Fatalf("hook saw encoded properties %v, x=y %v", encodedSeen, valueSeen)
+	}
+	got := pullAll(t, e, "T", 0, 0, nil)
+	if len(got) != 1 || got[0].Property("x") != "y" {
+		t.Fatalf("stored %d messages, x=%q", len(got), got[0].Property("x"))
+	}
+}

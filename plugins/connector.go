@@ -195,9 +195,8 @@ func (c *Connector) runSink(ctx context.Context, e *engine.Engine, f *engine.Fol
 			if err != nil {
 				p.log.Error("sink: undecodable record skipped", "offset", r.Offset, "err", err)
 			} else if c.wants(m.Topic) {
-				m.LoadProperties()
 				batch = append(batch, &pluginpb.Message{
-					Topic: m.Topic, Body: m.Body, Flag: m.Flag, Properties: m.Properties,
+					Topic: m.Topic, Body: m.Body, Flag: m.Flag, Properties: m.EncodedProperties,
 					QueueId: m.QueueID, QueueOffset: m.QueueOffset, CommitLogOffset: m.CommitLogOffset,
 					StoreTimestamp: m.StoreTimestamp, BornTimestamp: m.BornTimestamp,
 				})
@@ -283,9 +282,7 @@ func (c *Connector) runSource(ctx context.Context, e *engine.Engine) {
 			run := make([]*message.Message, 0, end-start)
 			for _, w := range msgs[start:end] {
 				m := &message.Message{Topic: w.GetTopic(), Body: w.GetBody(), Flag: w.GetFlag()}
-				if len(w.GetProperties()) > 0 {
-					m.Properties = w.GetProperties()
-				}
+				m.Properties, _ = message.DecodeProperties(w.GetProperties())
 				run = append(run, m)
 			}
 			closed := false

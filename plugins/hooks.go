@@ -16,7 +16,24 @@ var (
 	_ hook.BeforeDeliver = (*deliverHook)(nil)
 	_ hook.Authenticator = (*authenticator)(nil)
 	_ hook.Authorizer    = (*authorizer)(nil)
+	_ hook.Waiting       = (*storeHook)(nil)
+	_ hook.Waiting       = (*deliverHook)(nil)
+	_ hook.Waiting       = (*authenticator)(nil)
+	_ hook.Waiting       = (*authorizer)(nil)
 )
+
+// MayWait says that a plugin's hooks wait on its process: front-ends run
+// the requests that call them off their connections' reading goroutines.
+func (*authenticator) MayWait() bool { return true }
+
+// MayWait implements hook.Waiting.
+func (*authorizer) MayWait() bool { return true }
+
+// MayWait implements hook.Waiting.
+func (*storeHook) MayWait() bool { return true }
+
+// MayWait implements hook.Waiting.
+func (*deliverHook) MayWait() bool { return true }
 
 // authenticator stands in for a plugin's hook.Authenticator.
 type authenticator struct{ p *Plugin }
@@ -72,23 +89,85 @@ func (h *authorizer) Authorize(ctx context.Context, pr hook.Principal, a hook.Ac
 	return nil
 }
 
-// storeHook stands in for a plugin's BeforeStore.
-type storeHook struct{ p *Plugin }
+// storeHook stands in for a plugin's BeforeStore. The batches of
+// concurrent sends reach the plugin together (gather).
+type storeHook struct {
+	p      *Plugin
+	gather gather[*pluginpb.StoreRequest, *pluginpb.StoreResponse]
+}
+
+// Calls of a store hook's gathering: two in flight, so that one gathers
+// while the other is out, each of at most 1 MiB unless one batch alone
+// is larger (gRPC's default limit on a message received is 4 MiB).
+const (
+	storeCalls     = 2
+	storeCallBytes = 1 << 20
+)
+
+func newStoreHook(p *Plugin) *storeHook {
+	h := &storeHook{p: p}
+	h.gather = gather[*pluginpb.StoreRequest, *pluginpb.StoreResponse]{send: h.send, maxCalls: storeCalls, maxBytes: storeCallBytes}
+	return h
+}
+
+// send makes one call of the batches reqs: BeforeStore for one,
+// BeforeStoreMany for several.
+func (h *storeHook) send(reqs []*pluginpb.StoreRequest) ([]*pluginpb.StoreResponse, []error) {
+	p := h.p
+	resps, errs := make([]*pluginpb.StoreResponse, len(reqs)), make([]error, len(reqs))
+	// The call is the gathered senders', not the first one's: it is not
+	// cancelled when that one gives up.
+	ctx := context.Background()
+	if len(reqs) == 1 {
+		errs[0] = p.call(ctx, p.opts.CallTimeout, func(ctx context.Context, c pluginpb.PluginClient) (err error) {
+			resps[0], err = c.BeforeStore(ctx, reqs[0])
+			return err
+		})
+		return resps, errs
+	}
+	var many *pluginpb.StoreManyResponse
+	err := p.call(ctx, p.opts.CallTimeout, func(ctx context.Context, c pluginpb.PluginClient) (err error) {
+		many, err = c.BeforeStoreMany(ctx, &pluginpb.StoreManyRequest{Batches: reqs})
+		return err
+	})
+	if err == nil && len(many.GetBatches()) != len(reqs) {
+		p.failures.Add(1)
+		err = fmt.Errorf("%w: %s: %d answers to %d batches", ErrCallFailed, p.spec.Name, len(many.GetBatches()), len(reqs))
+	}
+	for i := range reqs {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case many.GetBatches()[i].GetError() != "":
+			p.failures.Add(1)
+			errs[i] = fmt.Errorf("%w: %s: %s", ErrCallFailed, p.spec.Name, many.GetBatches()[i].GetError())
+		default:
+			resps[i] = many.GetBatches()[i]
+		}
+	}
+	return resps, errs
+}
 
 // deliverHook stands in for a plugin's BeforeDeliver.
 type deliverHook struct{ p *Plugin }
 
 // scratch holds a call's wire messages, reused across calls: a request
-// is marshalled before the call returns, so the structs (not the maps
-// and bodies they point to, which are the batch's) can be pooled.
+// is marshalled before the call returns, so the structs and the encoded
+// properties (not the bodies they point to, which are the batch's) can
+// be pooled.
 type scratch struct {
-	msgs []pluginpb.Message
-	ptrs []*pluginpb.Message
+	msgs  []pluginpb.Message
+	ptrs  []*pluginpb.Message
+	props []byte // the properties of messages that held them decoded
+	ends  []int  // ends[i]: where message i's encoded properties end in props
+	size  int    // about the size of the messages on the wire
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // wire fills s with msgs in their wire form, bodies only when asked for.
+// Properties travel encoded, as they are stored: those a message holds
+// encoded go as they are.
 func (s *scratch) wire(msgs []*message.Message, bodies bool) []*pluginpb.Message {
 	n := len(msgs)
 	if cap(s.msgs) < n {
@@ -96,10 +175,32 @@ func (s *scratch) wire(msgs []*message.Message, bodies bool) []*pluginpb.Message
 		s.ptrs = make([]*pluginpb.Message, n)
 	}
 	s.msgs, s.ptrs = s.msgs[:n], s.ptrs[:n]
+	s.props, s.ends = s.props[:0], s.ends[:0]
+	s.size = 0
+	for _, m := range msgs {
+		if m.Properties != nil {
+			s.props = message.AppendProperties(s.props, m.Properties)
+		} else {
+			s.size += len(m.EncodedProperties)
+		}
+		s.ends = append(s.ends, len(s.props))
+		s.size += len(m.Topic) + 48 // the fixed fields and their tags, at most
+		if bodies {
+			s.size += len(m.Body)
+		}
+	}
+	s.size += len(s.props)
+	start := 0
 	for i, m := range msgs {
 		w := &s.msgs[i]
 		w.Reset()
-		w.Topic, w.Flag, w.Properties = m.Topic, m.Flag, m.Properties
+		w.Topic, w.Flag = m.Topic, m.Flag
+		if m.Properties != nil {
+			w.Properties = s.props[start:s.ends[i]]
+		} else {
+			w.Properties = m.EncodedProperties
+		}
+		start = s.ends[i]
 		w.QueueId, w.QueueOffset, w.CommitLogOffset = m.QueueID, m.QueueOffset, m.CommitLogOffset
 		w.StoreTimestamp, w.BornTimestamp = m.StoreTimestamp, m.BornTimestamp
 		if bodies {
@@ -114,6 +215,9 @@ func (s *scratch) release() {
 	for i := range s.msgs {
 		s.msgs[i].Reset() // drop references to the batch
 		s.ptrs[i] = nil
+	}
+	if cap(s.props) > 1<<20 {
+		s.props = nil // do not keep the properties of an outsized batch
 	}
 	scratchPool.Put(s)
 }
@@ -130,14 +234,18 @@ func wireClient(c hook.Client) *pluginpb.Client {
 func (h *storeHook) BeforeStore(ctx context.Context, b *hook.StoreBatch) error {
 	p := h.p
 	s := scratchPool.Get().(*scratch)
-	defer s.release()
+	defer func() { s.release() }()
 	req := &pluginpb.StoreRequest{Client: wireClient(b.Client), Topic: b.Topic, Queue: b.Queue, Messages: s.wire(b.Messages, p.bodies)}
-	var resp *pluginpb.StoreResponse
-	err := p.call(ctx, p.opts.CallTimeout, func(ctx context.Context, c pluginpb.PluginClient) (err error) {
-		resp, err = c.BeforeStore(ctx, req)
-		return err
-	})
+	resp, err, held := h.gather.do(ctx, req, s.size)
+	if held {
+		// The sender gave up while its batch is out: the call may still
+		// read the batch's wire form, so it is not reused.
+		s = new(scratch)
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return p.policy(err)
 	}
 	if r := resp.GetReject(); r != "" {
@@ -151,11 +259,12 @@ func (h *storeHook) BeforeStore(ctx context.Context, b *hook.StoreBatch) error {
 		}
 	}
 	for _, ch := range resp.GetChanges() {
-		props := ch.GetProperties()
+		props, _ := message.DecodeProperties(ch.GetProperties())
 		if props == nil {
 			props = map[string]string{}
 		}
-		b.Messages[ch.GetIndex()].Properties = props
+		m := b.Messages[ch.GetIndex()]
+		m.Properties, m.EncodedProperties = props, nil
 	}
 	return nil
 }
@@ -163,9 +272,6 @@ func (h *storeHook) BeforeStore(ctx context.Context, b *hook.StoreBatch) error {
 // BeforeDeliver sends the batch to the plugin and drops what it says.
 func (h *deliverHook) BeforeDeliver(ctx context.Context, b *hook.DeliverBatch) error {
 	p := h.p
-	for _, m := range b.Messages {
-		m.LoadProperties()
-	}
 	s := scratchPool.Get().(*scratch)
 	defer s.release()
 	req := &pluginpb.DeliverRequest{Client: wireClient(b.Client), Topic: b.Topic, Queue: b.Queue, Group: b.Group, Messages: s.wire(b.Messages, p.bodies)}

@@ -146,7 +146,7 @@ func Load(ctx context.Context, spec Spec, opts Options) (*Plugin, error) {
 	p.bodies = resp.GetBodies()
 	p.topics = resp.GetSinkTopics()
 	if p.kinds[pluginpb.Kind_KIND_BEFORE_STORE] {
-		p.hooks = append(p.hooks, &storeHook{p: p})
+		p.hooks = append(p.hooks, newStoreHook(p))
 	}
 	if p.kinds[pluginpb.Kind_KIND_BEFORE_DELIVER] {
 		p.hooks = append(p.hooks, &deliverHook{p: p})

@@ -77,6 +77,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/karmanmq/karman/filter v0.0.0-00010101000000-000000000000 // indirect
 	github.com/karmanmq/karman/protocol/grpc v0.0.0-00010101000000-000000000000 // indirect
+	github.com/karmanmq/karman/protocol/mqtt v0.0.0-00010101000000-000000000000
 	github.com/klauspost/compress v1.20.3
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
@@ -120,3 +121,5 @@ replace github.com/karmanmq/karman/protocol/mqtt => ../../protocol/mqtt
 replace google.golang.org/genproto => google.golang.org/genproto v0.0.0-20261026165753-2ffab32bce7e
 
 replace github.com/karmanmq/karman/plugins => ../../plugins
+
+replace github.com/karmanmq/karman/protocol/mqtt => ../../protocol/mqtt

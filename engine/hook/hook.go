@@ -32,10 +32,15 @@ type StoreBatch struct {
 	Topic string
 	// Queue is the queue asked for, or -1 when the engine chooses.
 	Queue int32
-	// Messages are copies of the messages, properties decoded into
-	// Properties: changes to their properties are stored, changes to
-	// other fields are not. Their Body is the sender's and must not be
-	// modified.
+	// Messages are copies of the messages: changes to their properties
+	// are stored, changes to other fields are not. Their properties may
+	// be held encoded as the client sent them (Properties nil,
+	// EncodedProperties set) until a hook needs them: read them with
+	// Property or LookupProperty, change them with SetProperty or
+	// ClearProperty, or call LoadProperties before using the Properties
+	// map; EncodedProperties is not to be modified. Properties no hook
+	// loads are stored as they came, without decoding. Their Body is the
+	// sender's and must not be modified.
 	Messages []*message.Message
 }
 

@@ -57,6 +57,35 @@ func (s *Set) Empty() bool {
 // whether the set holds an Authenticator or an Authorizer.
 func (s *Set) Guarded() bool { return len(s.Authenticators) != 0 || len(s.Authorizers) != 0 }
 
+// Waiting is implemented by hooks that may wait on something outside the
+// process (another process, the network) for longer than decoding a
+// request takes, as process plugins do. Front-ends run the requests that
+// call such a hook off the goroutine that reads their connection, so that
+// one slow call does not hold up the connection's other requests; hooks
+// that do not implement it are taken to return at once.
+type Waiting interface {
+	MayWait() bool
+}
+
+func mayWait[H any](hooks []H) bool {
+	for _, h := range hooks {
+		if w, ok := any(h).(Waiting); ok && w.MayWait() {
+			return true
+		}
+	}
+	return false
+}
+
+// StoreMayWait reports whether a store hook may wait (Waiting).
+func (s *Set) StoreMayWait() bool { return mayWait(s.Store) }
+
+// DeliverMayWait reports whether a delivery hook may wait (Waiting).
+func (s *Set) DeliverMayWait() bool { return mayWait(s.Deliver) }
+
+// GuardMayWait reports whether an Authenticator or an Authorizer may wait
+// (Waiting).
+func (s *Set) GuardMayWait() bool { return mayWait(s.Authenticators) || mayWait(s.Authorizers) }
+
 // Authenticate asks the Authenticators in order and returns the principal
 // of the first that accepts c. When all refuse, it returns the first
 // one's error; with none installed, the anonymous (zero) Principal.

@@ -77,3 +77,49 @@ func TestActionAdmin(t *testing.T) {
 		}
 	}
 }
+
+// waitingStore is a store hook that says whether it may wait.
+type waitingStore bool
+
+func (waitingStore) BeforeStore(context.Context, *hook.StoreBatch) error { return nil }
+func (w waitingStore) MayWait() bool                                     { return bool(w) }
+
+type quickDeliver struct{}
+
+func (quickDeliver) BeforeDeliver(context.Context, *hook.DeliverBatch) error { return nil }
+
+func TestMayWait(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		hooks                 []any
+		store, deliver, guard bool
+	}{
+		{"none", nil, false, false, false},
+		{"quick hooks", []any{waitingStore(false), quickDeliver{}, authzFunc(nil)}, false, false, false},
+		{"one waiting store hook among quick ones", []any{waitingStore(false), waitingStore(true), quickDeliver{}}, true, false, false},
+		{"waiting authorizer", []any{waitingAuthz{}}, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := hook.Sort(tc.hooks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.StoreMayWait(); got != tc.store {
+				t.Errorf("StoreMayWait = %v, want %v", got, tc.store)
+			}
+			if got := s.DeliverMayWait(); got != tc.deliver {
+				t.Errorf("DeliverMayWait = %v, want %v", got, tc.deliver)
+			}
+			if got := s.GuardMayWait(); got != tc.guard {
+				t.Errorf("GuardMayWait = %v, want %v", got, tc.guard)
+			}
+		})
+	}
+}
+
+type waitingAuthz struct{}
+
+func (waitingAuthz) Authorize(context.Context, hook.Principal, hook.Action, hook.Resource) error {
+	return nil
+}
+func (waitingAuthz) MayWait() bool { return true }

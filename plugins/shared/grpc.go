@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/karmanmq/karman/engine/hook"
+	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/plugins/internal/pluginpb"
 )
 
@@ -106,13 +106,8 @@ func (s *server) BeforeStore(ctx context.Context, req *pluginpb.StoreRequest) (*
 	}
 	b := &StoreBatch{Client: clientFromPB(req.GetClient()), Topic: req.GetTopic(), Queue: req.GetQueue()}
 	b.Messages = MessagesFromPB(req.GetMessages(), nil)
-	// The hook gets copies of the property maps; what differs after it
-	// returns goes back.
-	orig := req.GetMessages()
 	for i := range b.Messages {
-		if p := b.Messages[i].Properties; p != nil {
-			b.Messages[i].Properties = maps.Clone(p)
-		} else {
+		if b.Messages[i].Properties == nil {
 			b.Messages[i].Properties = map[string]string{}
 		}
 	}
@@ -120,10 +115,51 @@ func (s *server) BeforeStore(ctx context.Context, req *pluginpb.StoreRequest) (*
 	if err := h.BeforeStore(ctx, b); err != nil {
 		return rejectOr(resp, err, func(r string) { resp.Reject = r })
 	}
-	for i := range b.Messages {
-		if p := b.Messages[i].Properties; !maps.Equal(p, orig[i].GetProperties()) {
-			resp.Changes = append(resp.Changes, &pluginpb.PropertyChange{Index: uint32(i), Properties: p})
+	// What differs from what came goes back.
+	var buf []byte
+	for i, w := range req.GetMessages() {
+		p := b.Messages[i].Properties
+		if sameProperties(p, w.GetProperties()) {
+			continue
 		}
+		start := len(buf)
+		buf = message.AppendProperties(buf, p)
+		resp.Changes = append(resp.Changes, &pluginpb.PropertyChange{Index: uint32(i), Properties: buf[start:len(buf):len(buf)]})
+	}
+	return resp, nil
+}
+
+// sameProperties reports whether p holds exactly the pairs of the encoded
+// properties enc, without decoding them. An encoding that names a
+// property twice is taken as different (its map is sent back whole,
+// which is right either way).
+func sameProperties(p map[string]string, enc []byte) bool {
+	n := 0
+	for rest := enc; len(rest) > 0; {
+		k, v, r, ok := message.NextProperty(rest)
+		rest = r
+		if !ok {
+			continue
+		}
+		if got, found := p[string(k)]; !found || got != string(v) {
+			return false
+		}
+		n++
+	}
+	return n == len(p)
+}
+
+func (s *server) BeforeStoreMany(ctx context.Context, req *pluginpb.StoreManyRequest) (*pluginpb.StoreManyResponse, error) {
+	resp := &pluginpb.StoreManyResponse{Batches: make([]*pluginpb.StoreResponse, len(req.GetBatches()))}
+	for i, b := range req.GetBatches() {
+		r, err := s.BeforeStore(ctx, b)
+		if err != nil {
+			if st, ok := status.FromError(err); ok && st.Code() == codes.Unimplemented {
+				return nil, err
+			}
+			r = &pluginpb.StoreResponse{Error: status.Convert(err).Message()}
+		}
+		resp.Batches[i] = r
 	}
 	return resp, nil
 }
@@ -265,8 +301,9 @@ func clientFromPB(c *pluginpb.Client) Client {
 // MessagesFromPB converts wire messages, appending to dst.
 func MessagesFromPB(ms []*pluginpb.Message, dst []Message) []Message {
 	for _, m := range ms {
+		props, _ := message.DecodeProperties(m.GetProperties())
 		dst = append(dst, Message{
-			Topic: m.GetTopic(), Body: m.GetBody(), Flag: m.GetFlag(), Properties: m.GetProperties(),
+			Topic: m.GetTopic(), Body: m.GetBody(), Flag: m.GetFlag(), Properties: props,
 			QueueID: m.GetQueueId(), QueueOffset: m.GetQueueOffset(), CommitLogOffset: m.GetCommitLogOffset(),
 			StoreTimestamp: m.GetStoreTimestamp(), BornTimestamp: m.GetBornTimestamp(),
 		})
@@ -280,7 +317,7 @@ func MessagesToPB(ms []Message) []*pluginpb.Message {
 	for i := range ms {
 		m := &ms[i]
 		out[i] = &pluginpb.Message{
-			Topic: m.Topic, Body: m.Body, Flag: m.Flag, Properties: m.Properties,
+			Topic: m.Topic, Body: m.Body, Flag: m.Flag, Properties: message.AppendProperties(nil, m.Properties),
 			QueueId: m.QueueID, QueueOffset: m.QueueOffset, CommitLogOffset: m.CommitLogOffset,
 			StoreTimestamp: m.StoreTimestamp, BornTimestamp: m.BornTimestamp,
 		}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/karmanmq/karman/engine/hook"
+	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/plugins/internal/pluginpb"
 )
 
@@ -45,9 +46,14 @@ func (marker) Authorize(_ context.Context, p hook.Principal, _ hook.Action, _ ho
 func wire(props ...map[string]string) []*pluginpb.Message {
 	var ms []*pluginpb.Message
 	for _, p := range props {
-		ms = append(ms, &pluginpb.Message{Topic: "T", Properties: p})
+		ms = append(ms, &pluginpb.Message{Topic: "T", Properties: message.AppendProperties(nil, p)})
 	}
 	return ms
+}
+
+func changed(c *pluginpb.PropertyChange) map[string]string {
+	p, _ := message.DecodeProperties(c.GetProperties())
+	return p
 }
 
 func TestServer(t *testing.T) {
@@ -65,7 +71,7 @@ func TestServer(t *testing.T) {
 
 	// Only the messages whose properties changed go back; nil maps work.
 	sr, err := s.BeforeStore(ctx, &pluginpb.StoreRequest{Messages: wire(nil, map[string]string{"a": "b"}, map[string]string{"even": "1"})})
-	if err != nil || len(sr.GetChanges()) != 1 || sr.GetChanges()[0].GetIndex() != 0 || sr.GetChanges()[0].GetProperties()["even"] != "1" {
+	if err != nil || len(sr.GetChanges()) != 1 || sr.GetChanges()[0].GetIndex() != 0 || changed(sr.GetChanges()[0])["even"] != "1" {
 		t.Fatalf("BeforeStore = %v, %v; want message 0 changed", sr, err)
 	}
 	sr, err = s.BeforeStore(ctx, &pluginpb.StoreRequest{Messages: wire(map[string]string{"no": "1"})})
@@ -93,5 +99,27 @@ func TestServer(t *testing.T) {
 	}
 	if !errors.Is(Reject("x"), ErrRejected) {
 		t.Fatal("Reject does not match ErrRejected")
+	}
+}
+
+func TestSameProperties(t *testing.T) {
+	for _, tc := range []struct {
+		p    map[string]string
+		enc  string
+		want bool
+	}{
+		{map[string]string{}, "", true},
+		{nil, "", true},
+		{map[string]string{"a": "1", "b": "2"}, "a\x011\x02b\x012\x02", true},
+		{map[string]string{"a": "1", "b": "2"}, "b\x012\x02a\x011", true}, // order, no final separator
+		{map[string]string{"a": "1"}, "a\x011\x02b\x012\x02", false},      // removed
+		{map[string]string{"a": "1", "b": "2", "c": "3"}, "a\x011\x02b\x012\x02", false},
+		{map[string]string{"a": "9", "b": "2"}, "a\x011\x02b\x012\x02", false},
+		{map[string]string{"a": "2"}, "a\x011\x02a\x012\x02", false}, // a name twice: sent back
+		{map[string]string{"a": "1"}, "junk\x02a\x011\x02", true},    // pieces that decode to nothing
+	} {
+		if got := sameProperties(tc.p, []byte(tc.enc)); got != tc.want {
+			t.Errorf("sameProperties(%v, %q) = %v, want %v", tc.p, tc.enc, got, tc.want)
+		}
 	}
 }

@@ -23,6 +23,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.AddCommand(
 		newBenchExecCmd("produce", "Measure producing over a protocol, side by side with a peer broker"),
 		newBenchExecCmd("consume", "Measure consuming over a protocol, side by side with a peer broker"),
+		newBenchExecCmd("mqtt", "Measure an MQTT broker, side by side with mosquitto"),
 	)
 	return cmd
 }

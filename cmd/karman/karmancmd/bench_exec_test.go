@@ -29,7 +29,7 @@ func TestBenchHelpListsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"engine", "produce", "consume"} {
+	for _, name := range []string{"engine", "produce", "consume", "mqtt"} {
 		if !strings.Contains(out, "\n  "+name+" ") {
 			t.Errorf("bench --help does not list %s:\n%s", name, out)
 		}

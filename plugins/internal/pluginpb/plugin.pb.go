@@ -271,16 +271,18 @@ func (x *Client) GetGroup() string {
 }
 
 type Message struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Topic           string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Body            []byte                 `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
-	Flag            int32                  `protobuf:"varint,3,opt,name=flag,proto3" json:"flag,omitempty"`
-	Properties      map[string]string      `protobuf:"bytes,4,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	QueueId         int32                  `protobuf:"varint,5,opt,name=queue_id,json=queueId,proto3" json:"queue_id,omitempty"`
-	QueueOffset     int64                  `protobuf:"varint,6,opt,name=queue_offset,json=queueOffset,proto3" json:"queue_offset,omitempty"`
-	CommitLogOffset int64                  `protobuf:"varint,7,opt,name=commit_log_offset,json=commitLogOffset,proto3" json:"commit_log_offset,omitempty"`
-	StoreTimestamp  int64                  `protobuf:"varint,8,opt,name=store_timestamp,json=storeTimestamp,proto3" json:"store_timestamp,omitempty"`
-	BornTimestamp   int64                  `protobuf:"varint,9,opt,name=born_timestamp,json=bornTimestamp,proto3" json:"born_timestamp,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Body  []byte                 `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
+	Flag  int32                  `protobuf:"varint,3,opt,name=flag,proto3" json:"flag,omitempty"`
+	// properties in RocketMQ's encoding, as messages are stored: each
+	// name, 0x01, value, 0x02 (the last 0x02 may be left out).
+	Properties      []byte `protobuf:"bytes,10,opt,name=properties,proto3" json:"properties,omitempty"`
+	QueueId         int32  `protobuf:"varint,5,opt,name=queue_id,json=queueId,proto3" json:"queue_id,omitempty"`
+	QueueOffset     int64  `protobuf:"varint,6,opt,name=queue_offset,json=queueOffset,proto3" json:"queue_offset,omitempty"`
+	CommitLogOffset int64  `protobuf:"varint,7,opt,name=commit_log_offset,json=commitLogOffset,proto3" json:"commit_log_offset,omitempty"`
+	StoreTimestamp  int64  `protobuf:"varint,8,opt,name=store_timestamp,json=storeTimestamp,proto3" json:"store_timestamp,omitempty"`
+	BornTimestamp   int64  `protobuf:"varint,9,opt,name=born_timestamp,json=bornTimestamp,proto3" json:"born_timestamp,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -336,7 +338,7 @@ func (x *Message) GetFlag() int32 {
 	return 0
 }
 
-func (x *Message) GetProperties() map[string]string {
+func (x *Message) GetProperties() []byte {
 	if x != nil {
 		return x.Properties
 	}
@@ -449,9 +451,10 @@ func (x *StoreRequest) GetMessages() []*Message {
 // A message whose properties the plugin changed: its index in the batch
 // and its whole new property map.
 type PropertyChange struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Index         uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
-	Properties    map[string]string      `protobuf:"bytes,2,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// properties: the whole new set, encoded as Message.properties.
+	Properties    []byte `protobuf:"bytes,3,opt,name=properties,proto3" json:"properties,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -493,7 +496,7 @@ func (x *PropertyChange) GetIndex() uint32 {
 	return 0
 }
 
-func (x *PropertyChange) GetProperties() map[string]string {
+func (x *PropertyChange) GetProperties() []byte {
 	if x != nil {
 		return x.Properties
 	}
@@ -503,8 +506,11 @@ func (x *PropertyChange) GetProperties() map[string]string {
 type StoreResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// reject, when not empty, rejects the batch with this reason.
-	Reject        string            `protobuf:"bytes,1,opt,name=reject,proto3" json:"reject,omitempty"`
-	Changes       []*PropertyChange `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
+	Reject  string            `protobuf:"bytes,1,opt,name=reject,proto3" json:"reject,omitempty"`
+	Changes []*PropertyChange `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
+	// error, in an answer of BeforeStoreMany, is the failure of this
+	// batch's interceptor (what BeforeStore answers with a gRPC error).
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -553,6 +559,101 @@ func (x *StoreResponse) GetChanges() []*PropertyChange {
 	return nil
 }
 
+func (x *StoreResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type StoreManyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Batches       []*StoreRequest        `protobuf:"bytes,1,rep,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreManyRequest) Reset() {
+	*x = StoreManyRequest{}
+	mi := &file_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreManyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreManyRequest) ProtoMessage() {}
+
+func (x *StoreManyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreManyRequest.ProtoReflect.Descriptor instead.
+func (*StoreManyRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *StoreManyRequest) GetBatches() []*StoreRequest {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
+type StoreManyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Batches       []*StoreResponse       `protobuf:"bytes,1,rep,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreManyResponse) Reset() {
+	*x = StoreManyResponse{}
+	mi := &file_plugin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreManyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreManyResponse) ProtoMessage() {}
+
+func (x *StoreManyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreManyResponse.ProtoReflect.Descriptor instead.
+func (*StoreManyResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *StoreManyResponse) GetBatches() []*StoreResponse {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
 type DeliverRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Client        *Client                `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
@@ -566,7 +667,7 @@ type DeliverRequest struct {
 
 func (x *DeliverRequest) Reset() {
 	*x = DeliverRequest{}
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +679,7 @@ func (x *DeliverRequest) String() string {
 func (*DeliverRequest) ProtoMessage() {}
 
 func (x *DeliverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +692,7 @@ func (x *DeliverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverRequest.ProtoReflect.Descriptor instead.
 func (*DeliverRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{7}
+	return file_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeliverRequest) GetClient() *Client {
@@ -639,7 +740,7 @@ type DeliverResponse struct {
 
 func (x *DeliverResponse) Reset() {
 	*x = DeliverResponse{}
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +752,7 @@ func (x *DeliverResponse) String() string {
 func (*DeliverResponse) ProtoMessage() {}
 
 func (x *DeliverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +765,7 @@ func (x *DeliverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverResponse.ProtoReflect.Descriptor instead.
 func (*DeliverResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{8}
+	return file_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeliverResponse) GetReject() string {
@@ -690,7 +791,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +803,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +816,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{9}
+	return file_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WriteRequest) GetMessages() []*Message {
@@ -733,7 +834,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +846,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +859,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 type ReadRequest struct {
@@ -773,7 +874,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -785,7 +886,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -798,7 +899,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReadRequest) GetMax() int32 {
@@ -824,7 +925,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +937,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +950,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReadResponse) GetMessages() []*Message {
@@ -867,7 +968,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -879,7 +980,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -892,7 +993,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 type AckResponse struct {
@@ -903,7 +1004,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1016,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1029,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 type Principal struct {
@@ -941,7 +1042,7 @@ type Principal struct {
 
 func (x *Principal) Reset() {
 	*x = Principal{}
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1054,7 @@ func (x *Principal) String() string {
 func (*Principal) ProtoMessage() {}
 
 func (x *Principal) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1067,7 @@ func (x *Principal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Principal.ProtoReflect.Descriptor instead.
 func (*Principal) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Principal) GetName() string {
@@ -999,7 +1100,7 @@ type AuthenticateRequest struct {
 
 func (x *AuthenticateRequest) Reset() {
 	*x = AuthenticateRequest{}
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1112,7 @@ func (x *AuthenticateRequest) String() string {
 func (*AuthenticateRequest) ProtoMessage() {}
 
 func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1125,7 @@ func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AuthenticateRequest) GetProtocol() string {
@@ -1094,7 +1195,7 @@ type AuthenticateResponse struct {
 
 func (x *AuthenticateResponse) Reset() {
 	*x = AuthenticateResponse{}
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1106,7 +1207,7 @@ func (x *AuthenticateResponse) String() string {
 func (*AuthenticateResponse) ProtoMessage() {}
 
 func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1119,7 +1220,7 @@ func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{17}
+	return file_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AuthenticateResponse) GetRefuse() string {
@@ -1149,7 +1250,7 @@ type AuthorizeRequest struct {
 
 func (x *AuthorizeRequest) Reset() {
 	*x = AuthorizeRequest{}
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1262,7 @@ func (x *AuthorizeRequest) String() string {
 func (*AuthorizeRequest) ProtoMessage() {}
 
 func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1275,7 @@ func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{18}
+	return file_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AuthorizeRequest) GetPrincipal() *Principal {
@@ -1215,7 +1316,7 @@ type AuthorizeResponse struct {
 
 func (x *AuthorizeResponse) Reset() {
 	*x = AuthorizeResponse{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +1328,7 @@ func (x *AuthorizeResponse) String() string {
 func (*AuthorizeResponse) ProtoMessage() {}
 
 func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +1341,7 @@ func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeResponse.ProtoReflect.Descriptor instead.
 func (*AuthorizeResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AuthorizeResponse) GetDeny() string {
@@ -1270,38 +1371,38 @@ const file_plugin_proto_rawDesc = "" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x03 \x01(\tR\x04addr\x12\x14\n" +
-	"\x05group\x18\x04 \x01(\tR\x05group\"\x8b\x03\n" +
+	"\x05group\x18\x04 \x01(\tR\x05group\"\xa7\x02\n" +
 	"\aMessage\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x12\n" +
 	"\x04body\x18\x02 \x01(\fR\x04body\x12\x12\n" +
-	"\x04flag\x18\x03 \x01(\x05R\x04flag\x12I\n" +
+	"\x04flag\x18\x03 \x01(\x05R\x04flag\x12\x1e\n" +
 	"\n" +
-	"properties\x18\x04 \x03(\v2).karman.plugin.v1.Message.PropertiesEntryR\n" +
+	"properties\x18\n" +
+	" \x01(\fR\n" +
 	"properties\x12\x19\n" +
 	"\bqueue_id\x18\x05 \x01(\x05R\aqueueId\x12!\n" +
 	"\fqueue_offset\x18\x06 \x01(\x03R\vqueueOffset\x12*\n" +
 	"\x11commit_log_offset\x18\a \x01(\x03R\x0fcommitLogOffset\x12'\n" +
 	"\x0fstore_timestamp\x18\b \x01(\x03R\x0estoreTimestamp\x12%\n" +
-	"\x0eborn_timestamp\x18\t \x01(\x03R\rbornTimestamp\x1a=\n" +
-	"\x0fPropertiesEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\x01\n" +
+	"\x0eborn_timestamp\x18\t \x01(\x03R\rbornTimestampJ\x04\b\x04\x10\x05\"\xa3\x01\n" +
 	"\fStoreRequest\x120\n" +
 	"\x06client\x18\x01 \x01(\v2\x18.karman.plugin.v1.ClientR\x06client\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05queue\x18\x03 \x01(\x05R\x05queue\x125\n" +
-	"\bmessages\x18\x04 \x03(\v2\x19.karman.plugin.v1.MessageR\bmessages\"\xb7\x01\n" +
+	"\bmessages\x18\x04 \x03(\v2\x19.karman.plugin.v1.MessageR\bmessages\"L\n" +
 	"\x0ePropertyChange\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\rR\x05index\x12P\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x1e\n" +
 	"\n" +
-	"properties\x18\x02 \x03(\v20.karman.plugin.v1.PropertyChange.PropertiesEntryR\n" +
-	"properties\x1a=\n" +
-	"\x0fPropertiesEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"c\n" +
+	"properties\x18\x03 \x01(\fR\n" +
+	"propertiesJ\x04\b\x02\x10\x03\"y\n" +
 	"\rStoreResponse\x12\x16\n" +
 	"\x06reject\x18\x01 \x01(\tR\x06reject\x12:\n" +
-	"\achanges\x18\x02 \x03(\v2 .karman.plugin.v1.PropertyChangeR\achanges\"\xbb\x01\n" +
+	"\achanges\x18\x02 \x03(\v2 .karman.plugin.v1.PropertyChangeR\achanges\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"L\n" +
+	"\x10StoreManyRequest\x128\n" +
+	"\abatches\x18\x01 \x03(\v2\x1e.karman.plugin.v1.StoreRequestR\abatches\"N\n" +
+	"\x11StoreManyResponse\x129\n" +
+	"\abatches\x18\x01 \x03(\v2\x1f.karman.plugin.v1.StoreResponseR\abatches\"\xbb\x01\n" +
 	"\x0eDeliverRequest\x120\n" +
 	"\x06client\x18\x01 \x01(\v2\x18.karman.plugin.v1.ClientR\x06client\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x14\n" +
@@ -1360,10 +1461,11 @@ const file_plugin_proto_rawDesc = "" +
 	"\tKIND_SINK\x10\x03\x12\x0f\n" +
 	"\vKIND_SOURCE\x10\x04\x12\x13\n" +
 	"\x0fKIND_AUTHORIZER\x10\x05\x12\x16\n" +
-	"\x12KIND_AUTHENTICATOR\x10\x062\x8e\x05\n" +
+	"\x12KIND_AUTHENTICATOR\x10\x062\xea\x05\n" +
 	"\x06Plugin\x12T\n" +
 	"\tConfigure\x12\".karman.plugin.v1.ConfigureRequest\x1a#.karman.plugin.v1.ConfigureResponse\x12N\n" +
-	"\vBeforeStore\x12\x1e.karman.plugin.v1.StoreRequest\x1a\x1f.karman.plugin.v1.StoreResponse\x12T\n" +
+	"\vBeforeStore\x12\x1e.karman.plugin.v1.StoreRequest\x1a\x1f.karman.plugin.v1.StoreResponse\x12Z\n" +
+	"\x0fBeforeStoreMany\x12\".karman.plugin.v1.StoreManyRequest\x1a#.karman.plugin.v1.StoreManyResponse\x12T\n" +
 	"\rBeforeDeliver\x12 .karman.plugin.v1.DeliverRequest\x1a!.karman.plugin.v1.DeliverResponse\x12H\n" +
 	"\x05Write\x12\x1e.karman.plugin.v1.WriteRequest\x1a\x1f.karman.plugin.v1.WriteResponse\x12E\n" +
 	"\x04Read\x12\x1d.karman.plugin.v1.ReadRequest\x1a\x1e.karman.plugin.v1.ReadResponse\x12B\n" +
@@ -1394,59 +1496,61 @@ var file_plugin_proto_goTypes = []any{
 	(*StoreRequest)(nil),         // 5: karman.plugin.v1.StoreRequest
 	(*PropertyChange)(nil),       // 6: karman.plugin.v1.PropertyChange
 	(*StoreResponse)(nil),        // 7: karman.plugin.v1.StoreResponse
-	(*DeliverRequest)(nil),       // 8: karman.plugin.v1.DeliverRequest
-	(*DeliverResponse)(nil),      // 9: karman.plugin.v1.DeliverResponse
-	(*WriteRequest)(nil),         // 10: karman.plugin.v1.WriteRequest
-	(*WriteResponse)(nil),        // 11: karman.plugin.v1.WriteResponse
-	(*ReadRequest)(nil),          // 12: karman.plugin.v1.ReadRequest
-	(*ReadResponse)(nil),         // 13: karman.plugin.v1.ReadResponse
-	(*AckRequest)(nil),           // 14: karman.plugin.v1.AckRequest
-	(*AckResponse)(nil),          // 15: karman.plugin.v1.AckResponse
-	(*Principal)(nil),            // 16: karman.plugin.v1.Principal
-	(*AuthenticateRequest)(nil),  // 17: karman.plugin.v1.AuthenticateRequest
-	(*AuthenticateResponse)(nil), // 18: karman.plugin.v1.AuthenticateResponse
-	(*AuthorizeRequest)(nil),     // 19: karman.plugin.v1.AuthorizeRequest
-	(*AuthorizeResponse)(nil),    // 20: karman.plugin.v1.AuthorizeResponse
-	nil,                          // 21: karman.plugin.v1.ConfigureRequest.ConfigEntry
-	nil,                          // 22: karman.plugin.v1.Message.PropertiesEntry
-	nil,                          // 23: karman.plugin.v1.PropertyChange.PropertiesEntry
+	(*StoreManyRequest)(nil),     // 8: karman.plugin.v1.StoreManyRequest
+	(*StoreManyResponse)(nil),    // 9: karman.plugin.v1.StoreManyResponse
+	(*DeliverRequest)(nil),       // 10: karman.plugin.v1.DeliverRequest
+	(*DeliverResponse)(nil),      // 11: karman.plugin.v1.DeliverResponse
+	(*WriteRequest)(nil),         // 12: karman.plugin.v1.WriteRequest
+	(*WriteResponse)(nil),        // 13: karman.plugin.v1.WriteResponse
+	(*ReadRequest)(nil),          // 14: karman.plugin.v1.ReadRequest
+	(*ReadResponse)(nil),         // 15: karman.plugin.v1.ReadResponse
+	(*AckRequest)(nil),           // 16: karman.plugin.v1.AckRequest
+	(*AckResponse)(nil),          // 17: karman.plugin.v1.AckResponse
+	(*Principal)(nil),            // 18: karman.plugin.v1.Principal
+	(*AuthenticateRequest)(nil),  // 19: karman.plugin.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil), // 20: karman.plugin.v1.AuthenticateResponse
+	(*AuthorizeRequest)(nil),     // 21: karman.plugin.v1.AuthorizeRequest
+	(*AuthorizeResponse)(nil),    // 22: karman.plugin.v1.AuthorizeResponse
+	nil,                          // 23: karman.plugin.v1.ConfigureRequest.ConfigEntry
 	nil,                          // 24: karman.plugin.v1.Principal.AttributesEntry
 	nil,                          // 25: karman.plugin.v1.AuthenticateRequest.FieldsEntry
 }
 var file_plugin_proto_depIdxs = []int32{
-	21, // 0: karman.plugin.v1.ConfigureRequest.config:type_name -> karman.plugin.v1.ConfigureRequest.ConfigEntry
+	23, // 0: karman.plugin.v1.ConfigureRequest.config:type_name -> karman.plugin.v1.ConfigureRequest.ConfigEntry
 	0,  // 1: karman.plugin.v1.ConfigureResponse.kinds:type_name -> karman.plugin.v1.Kind
-	22, // 2: karman.plugin.v1.Message.properties:type_name -> karman.plugin.v1.Message.PropertiesEntry
-	3,  // 3: karman.plugin.v1.StoreRequest.client:type_name -> karman.plugin.v1.Client
-	4,  // 4: karman.plugin.v1.StoreRequest.messages:type_name -> karman.plugin.v1.Message
-	23, // 5: karman.plugin.v1.PropertyChange.properties:type_name -> karman.plugin.v1.PropertyChange.PropertiesEntry
-	6,  // 6: karman.plugin.v1.StoreResponse.changes:type_name -> karman.plugin.v1.PropertyChange
+	3,  // 2: karman.plugin.v1.StoreRequest.client:type_name -> karman.plugin.v1.Client
+	4,  // 3: karman.plugin.v1.StoreRequest.messages:type_name -> karman.plugin.v1.Message
+	6,  // 4: karman.plugin.v1.StoreResponse.changes:type_name -> karman.plugin.v1.PropertyChange
+	5,  // 5: karman.plugin.v1.StoreManyRequest.batches:type_name -> karman.plugin.v1.StoreRequest
+	7,  // 6: karman.plugin.v1.StoreManyResponse.batches:type_name -> karman.plugin.v1.StoreResponse
 	3,  // 7: karman.plugin.v1.DeliverRequest.client:type_name -> karman.plugin.v1.Client
 	4,  // 8: karman.plugin.v1.DeliverRequest.messages:type_name -> karman.plugin.v1.Message
 	4,  // 9: karman.plugin.v1.WriteRequest.messages:type_name -> karman.plugin.v1.Message
 	4,  // 10: karman.plugin.v1.ReadResponse.messages:type_name -> karman.plugin.v1.Message
 	24, // 11: karman.plugin.v1.Principal.attributes:type_name -> karman.plugin.v1.Principal.AttributesEntry
 	25, // 12: karman.plugin.v1.AuthenticateRequest.fields:type_name -> karman.plugin.v1.AuthenticateRequest.FieldsEntry
-	16, // 13: karman.plugin.v1.AuthenticateResponse.principal:type_name -> karman.plugin.v1.Principal
-	16, // 14: karman.plugin.v1.AuthorizeRequest.principal:type_name -> karman.plugin.v1.Principal
+	18, // 13: karman.plugin.v1.AuthenticateResponse.principal:type_name -> karman.plugin.v1.Principal
+	18, // 14: karman.plugin.v1.AuthorizeRequest.principal:type_name -> karman.plugin.v1.Principal
 	1,  // 15: karman.plugin.v1.Plugin.Configure:input_type -> karman.plugin.v1.ConfigureRequest
 	5,  // 16: karman.plugin.v1.Plugin.BeforeStore:input_type -> karman.plugin.v1.StoreRequest
-	8,  // 17: karman.plugin.v1.Plugin.BeforeDeliver:input_type -> karman.plugin.v1.DeliverRequest
-	10, // 18: karman.plugin.v1.Plugin.Write:input_type -> karman.plugin.v1.WriteRequest
-	12, // 19: karman.plugin.v1.Plugin.Read:input_type -> karman.plugin.v1.ReadRequest
-	14, // 20: karman.plugin.v1.Plugin.Ack:input_type -> karman.plugin.v1.AckRequest
-	17, // 21: karman.plugin.v1.Plugin.Authenticate:input_type -> karman.plugin.v1.AuthenticateRequest
-	19, // 22: karman.plugin.v1.Plugin.Authorize:input_type -> karman.plugin.v1.AuthorizeRequest
-	2,  // 23: karman.plugin.v1.Plugin.Configure:output_type -> karman.plugin.v1.ConfigureResponse
-	7,  // 24: karman.plugin.v1.Plugin.BeforeStore:output_type -> karman.plugin.v1.StoreResponse
-	9,  // 25: karman.plugin.v1.Plugin.BeforeDeliver:output_type -> karman.plugin.v1.DeliverResponse
-	11, // 26: karman.plugin.v1.Plugin.Write:output_type -> karman.plugin.v1.WriteResponse
-	13, // 27: karman.plugin.v1.Plugin.Read:output_type -> karman.plugin.v1.ReadResponse
-	15, // 28: karman.plugin.v1.Plugin.Ack:output_type -> karman.plugin.v1.AckResponse
-	18, // 29: karman.plugin.v1.Plugin.Authenticate:output_type -> karman.plugin.v1.AuthenticateResponse
-	20, // 30: karman.plugin.v1.Plugin.Authorize:output_type -> karman.plugin.v1.AuthorizeResponse
-	23, // [23:31] is the sub-list for method output_type
-	15, // [15:23] is the sub-list for method input_type
+	8,  // 17: karman.plugin.v1.Plugin.BeforeStoreMany:input_type -> karman.plugin.v1.StoreManyRequest
+	10, // 18: karman.plugin.v1.Plugin.BeforeDeliver:input_type -> karman.plugin.v1.DeliverRequest
+	12, // 19: karman.plugin.v1.Plugin.Write:input_type -> karman.plugin.v1.WriteRequest
+	14, // 20: karman.plugin.v1.Plugin.Read:input_type -> karman.plugin.v1.ReadRequest
+	16, // 21: karman.plugin.v1.Plugin.Ack:input_type -> karman.plugin.v1.AckRequest
+	19, // 22: karman.plugin.v1.Plugin.Authenticate:input_type -> karman.plugin.v1.AuthenticateRequest
+	21, // 23: karman.plugin.v1.Plugin.Authorize:input_type -> karman.plugin.v1.AuthorizeRequest
+	2,  // 24: karman.plugin.v1.Plugin.Configure:output_type -> karman.plugin.v1.ConfigureResponse
+	7,  // 25: karman.plugin.v1.Plugin.BeforeStore:output_type -> karman.plugin.v1.StoreResponse
+	9,  // 26: karman.plugin.v1.Plugin.BeforeStoreMany:output_type -> karman.plugin.v1.StoreManyResponse
+	11, // 27: karman.plugin.v1.Plugin.BeforeDeliver:output_type -> karman.plugin.v1.DeliverResponse
+	13, // 28: karman.plugin.v1.Plugin.Write:output_type -> karman.plugin.v1.WriteResponse
+	15, // 29: karman.plugin.v1.Plugin.Read:output_type -> karman.plugin.v1.ReadResponse
+	17, // 30: karman.plugin.v1.Plugin.Ack:output_type -> karman.plugin.v1.AckResponse
+	20, // 31: karman.plugin.v1.Plugin.Authenticate:output_type -> karman.plugin.v1.AuthenticateResponse
+	22, // 32: karman.plugin.v1.Plugin.Authorize:output_type -> karman.plugin.v1.AuthorizeResponse
+	24, // [24:33] is the sub-list for method output_type
+	15, // [15:24] is the sub-list for method input_type
 	15, // [15:15] is the sub-list for extension type_name
 	15, // [15:15] is the sub-list for extension extendee
 	0,  // [0:15] is the sub-list for field type_name

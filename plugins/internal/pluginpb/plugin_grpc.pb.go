@@ -24,14 +24,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Plugin_Configure_FullMethodName     = "/karman.plugin.v1.Plugin/Configure"
-	Plugin_BeforeStore_FullMethodName   = "/karman.plugin.v1.Plugin/BeforeStore"
-	Plugin_BeforeDeliver_FullMethodName = "/karman.plugin.v1.Plugin/BeforeDeliver"
-	Plugin_Write_FullMethodName         = "/karman.plugin.v1.Plugin/Write"
-	Plugin_Read_FullMethodName          = "/karman.plugin.v1.Plugin/Read"
-	Plugin_Ack_FullMethodName           = "/karman.plugin.v1.Plugin/Ack"
-	Plugin_Authenticate_FullMethodName  = "/karman.plugin.v1.Plugin/Authenticate"
-	Plugin_Authorize_FullMethodName     = "/karman.plugin.v1.Plugin/Authorize"
+	Plugin_Configure_FullMethodName       = "/karman.plugin.v1.Plugin/Configure"
+	Plugin_BeforeStore_FullMethodName     = "/karman.plugin.v1.Plugin/BeforeStore"
+	Plugin_BeforeStoreMany_FullMethodName = "/karman.plugin.v1.Plugin/BeforeStoreMany"
+	Plugin_BeforeDeliver_FullMethodName   = "/karman.plugin.v1.Plugin/BeforeDeliver"
+	Plugin_Write_FullMethodName           = "/karman.plugin.v1.Plugin/Write"
+	Plugin_Read_FullMethodName            = "/karman.plugin.v1.Plugin/Read"
+	Plugin_Ack_FullMethodName             = "/karman.plugin.v1.Plugin/Ack"
+	Plugin_Authenticate_FullMethodName    = "/karman.plugin.v1.Plugin/Authenticate"
+	Plugin_Authorize_FullMethodName       = "/karman.plugin.v1.Plugin/Authorize"
 )
 
 // PluginClient is the client API for Plugin service.
@@ -44,6 +45,11 @@ type PluginClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	// BeforeStore: a send batch in; changed properties or a rejection out.
 	BeforeStore(ctx context.Context, in *StoreRequest, opts ...grpc.CallOption) (*StoreResponse, error)
+	// BeforeStoreMany: the send batches of concurrent senders in one call,
+	// each intercepted on its own; the answers in the same order. The
+	// broker gathers batches that wait for a call in flight, so a plugin's
+	// cost per call is shared by as many batches as it can take.
+	BeforeStoreMany(ctx context.Context, in *StoreManyRequest, opts ...grpc.CallOption) (*StoreManyResponse, error)
 	// BeforeDeliver: a delivery batch in; indices to drop or a rejection out.
 	BeforeDeliver(ctx context.Context, in *DeliverRequest, opts ...grpc.CallOption) (*DeliverResponse, error)
 	// Write hands a sink the next batch of the commit log; an OK answer is
@@ -83,6 +89,16 @@ func (c *pluginClient) BeforeStore(ctx context.Context, in *StoreRequest, opts .
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StoreResponse)
 	err := c.cc.Invoke(ctx, Plugin_BeforeStore_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pluginClient) BeforeStoreMany(ctx context.Context, in *StoreManyRequest, opts ...grpc.CallOption) (*StoreManyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StoreManyResponse)
+	err := c.cc.Invoke(ctx, Plugin_BeforeStoreMany_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +175,11 @@ type PluginServer interface {
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	// BeforeStore: a send batch in; changed properties or a rejection out.
 	BeforeStore(context.Context, *StoreRequest) (*StoreResponse, error)
+	// BeforeStoreMany: the send batches of concurrent senders in one call,
+	// each intercepted on its own; the answers in the same order. The
+	// broker gathers batches that wait for a call in flight, so a plugin's
+	// cost per call is shared by as many batches as it can take.
+	BeforeStoreMany(context.Context, *StoreManyRequest) (*StoreManyResponse, error)
 	// BeforeDeliver: a delivery batch in; indices to drop or a rejection out.
 	BeforeDeliver(context.Context, *DeliverRequest) (*DeliverResponse, error)
 	// Write hands a sink the next batch of the commit log; an OK answer is
@@ -189,6 +210,9 @@ func (UnimplementedPluginServer) Configure(context.Context, *ConfigureRequest) (
 }
 func (UnimplementedPluginServer) BeforeStore(context.Context, *StoreRequest) (*StoreResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BeforeStore not implemented")
+}
+func (UnimplementedPluginServer) BeforeStoreMany(context.Context, *StoreManyRequest) (*StoreManyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BeforeStoreMany not implemented")
 }
 func (UnimplementedPluginServer) BeforeDeliver(context.Context, *DeliverRequest) (*DeliverResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BeforeDeliver not implemented")
@@ -261,6 +285,24 @@ func _Plugin_BeforeStore_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(PluginServer).BeforeStore(ctx, req.(*StoreRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Plugin_BeforeStoreMany_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StoreManyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServer).BeforeStoreMany(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Plugin_BeforeStoreMany_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServer).BeforeStoreMany(ctx, req.(*StoreManyRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -387,6 +429,10 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "BeforeStore",
 			Handler:    _Plugin_BeforeStore_Handler,
+		},
+		{
+			MethodName: "BeforeStoreMany",
+			Handler:    _Plugin_BeforeStoreMany_Handler,
 		},
 		{
 			MethodName: "BeforeDeliver",

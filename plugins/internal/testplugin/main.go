@@ -6,8 +6,9 @@
 // plugin's name) and pid (its process id); a message with the property
 // reject rejects its batch with that reason; one with hang makes the
 // call hang for good (ignoring its context); one with fail makes the
-// call fail with an error. BeforeDeliver drops messages with the
-// property drop.
+// call fail with an error. Configured with check=NAME, BeforeStore only
+// checks that every message has the property NAME, and changes nothing.
+// BeforeDeliver drops messages with the property drop.
 //
 // KARMAN_TESTPLUGIN=version serves protocol version 99; =garbage prints
 // a line that is not a handshake; =exit exits at once.
@@ -26,10 +27,13 @@ import (
 	"github.com/karmanmq/karman/plugins/shared"
 )
 
-type testPlugin struct{ name string }
+type testPlugin struct {
+	name  string
+	check string // config check: only check that each message has this property
+}
 
 func (t *testPlugin) Configure(_ context.Context, name string, cfg map[string]string) (shared.Settings, error) {
-	t.name = name
+	t.name, t.check = name, cfg["check"]
 	if cfg["refuse"] != "" {
 		return shared.Settings{}, errors.New("refused: " + cfg["refuse"])
 	}
@@ -37,6 +41,14 @@ func (t *testPlugin) Configure(_ context.Context, name string, cfg map[string]st
 }
 
 func (t *testPlugin) BeforeStore(ctx context.Context, b *shared.StoreBatch) error {
+	if t.check != "" {
+		for i, m := range b.Messages {
+			if _, ok := m.Properties[t.check]; !ok {
+				return shared.Reject(fmt.Sprintf("message %d has no %s", i, t.check))
+			}
+		}
+		return nil
+	}
 	for _, m := range b.Messages {
 		if r, ok := m.Properties["reject"]; ok {
 			return shared.Reject(r)

@@ -507,3 +507,67 @@ func TestReasonCodeString(t *testing.T) {
 		t.Fatal("v3 mapping")
 	}
 }
+
+func TestCheckFromServer(t *testing.T) {
+	for _, tc := range []struct {
+		p  Packet
+		v  byte
+		ok bool
+	}{
+		{&Connack{}, Version5, true},
+		{&Publish{Topic: "a"}, Version311, true},
+		{&Disconnect{}, Version5, true},
+		{&Disconnect{}, Version311, false},
+		{&Subscribe{}, Version5, false},
+		{&Pingreq{}, Version311, false},
+		{&Connect{}, Version5, false},
+	} {
+		err := CheckFromServer(tc.p, tc.v)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrProtocol)) {
+			t.Errorf("%s v%d: %v", tc.p.Type(), tc.v, err)
+		}
+	}
+}
+
+func TestWillPublishAndClone(t *testing.T) {
+	c := &Connect{Version: Version5, ClientID: "c", Will: &Will{QoS: 1, Retain: true, Topic: "w", Payload: []byte("bye"),
+		Properties: Properties{WillDelay: 30, PayloadFormat: 1, MessageExpiry: 9, ContentType: "t", ResponseTopic: "r",
+			CorrelationData: []byte{7}, UserProperties: []UserProperty{{"k", "1"}, {"k", "2"}}}}}
+	b, _ := c.AppendTo(nil, 0)
+	d := NewDecoder(bytes.NewReader(b))
+	p, err := d.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.(*Connect).Will
+	pub := w.Publish()
+	pub.PacketID = 1
+	enc, err := pub.AppendTo(nil, Version5)
+	if err != nil {
+		t.Fatalf("a will's PUBLISH does not encode: %v", err)
+	}
+	got, err := ReadPacket(bufio.NewReader(bytes.NewReader(enc)), Version5, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp := got.(*Publish)
+	want := c.Will.Properties
+	want.WillDelay = 0
+	if gp.Topic != "w" || gp.QoS != 1 || !gp.Retain || string(gp.Payload) != "bye" ||
+		!equalIgnoringPresence(Publish{Properties: want}, Publish{Properties: gp.Properties}, Version5) {
+		t.Fatalf("will published as %+v", gp)
+	}
+	// The clone does not share memory with the decoded packet.
+	w.Payload[0] = 'X'
+	w.Properties.CorrelationData[0] = 0
+	w.Properties.UserProperties[0].Value = "changed"
+	if string(pub.Payload) != "bye" || pub.Properties.CorrelationData[0] != 7 || pub.Properties.UserProperties[0].Value != "1" {
+		t.Fatalf("the will's PUBLISH aliases the CONNECT: %+v", pub)
+	}
+	cl := gp.Clone()
+	gp.Payload[0] = 'Y'
+	gp.Properties.UserProperties[1].Key = "z"
+	if string(cl.Payload) != "bye" || cl.Properties.UserProperties[1].Key != "k" {
+		t.Fatalf("Clone aliases: %+v", cl)
+	}
+}

@@ -270,6 +270,21 @@ func CheckFromClient(p Packet, version byte) error {
 	return nil
 }
 
+// CheckFromServer returns a protocol error for a packet a server must not
+// send to a client that negotiated version: CONNECT, SUBSCRIBE,
+// UNSUBSCRIBE, PINGREQ, and before MQTT 5 DISCONNECT.
+func CheckFromServer(p Packet, version byte) error {
+	switch t := p.Type(); t {
+	case CONNECT, SUBSCRIBE, UNSUBSCRIBE, PINGREQ:
+		return withContext(protocolErr("sent by a server"), t, version)
+	case DISCONNECT:
+		if version != Version5 {
+			return withContext(protocolErr("sent by a server before MQTT 5"), t, version)
+		}
+	}
+	return nil
+}
+
 // Encode writes p to w in version in one Write.
 func Encode(w io.Writer, p Packet, version byte) error {
 	b, err := p.AppendTo(make([]byte, 0, p.Size(version)), version)

@@ -36,7 +36,9 @@
 // Connect.Password, Will.Payload, Properties.CorrelationData and AuthData)
 // alias the buffer the packet was decoded from: with ReadPacket and Decode
 // that buffer belongs to the packet, with a Decoder it is overwritten by
-// the next Read, so copy what must outlive it.
+// the next Read, so copy what must outlive it ([Publish.Clone],
+// [Properties.Clone]; [Will.Publish] turns a will into the PUBLISH to send,
+// copied).
 //
 // Errors: io.EOF at a clean end between packets, io.ErrUnexpectedEOF in
 // the middle of one, and otherwise an [*Error] carrying the MQTT 5 reason
@@ -63,7 +65,8 @@
 // Topic filter syntax is left to package topic, because an MQTT 5 server
 // answers a bad filter in the SUBACK rather than closing. [CheckFromClient]
 // (or Decoder.FromClient) adds the direction rules: no server-only packet,
-// no second CONNECT and no Subscription Identifier in a client's PUBLISH.
+// no second CONNECT and no Subscription Identifier in a client's PUBLISH;
+// [CheckFromServer] is the client's side of the same rules.
 //
 // # Writing
 //

@@ -1,5 +1,7 @@
 package packet
 
+import "math/bits"
+
 // PropertyID identifies an MQTT 5 property (§2.2.2.2).
 type PropertyID byte
 
@@ -166,10 +168,6 @@ var propKinds = [64]propKind{
 	0x28: kByte, 0x29: kByte, 0x2A: kByte,
 }
 
-// propOrder is the order in which properties are written.
-var propOrder = [...]PropertyID{0x01, 0x02, 0x03, 0x08, 0x09, 0x11, 0x12, 0x13, 0x15, 0x16, 0x17, 0x18,
-	0x19, 0x1A, 0x1C, 0x1F, 0x21, 0x22, 0x23, 0x24, 0x25, 0x27, 0x28, 0x29, 0x2A, 0x0B, 0x26}
-
 // propContext is the set of properties allowed where properties appear.
 type propContext uint64
 
@@ -330,16 +328,17 @@ func (p *Properties) decodeOne(r *rd, id PropertyID) *Error {
 
 // propsLen returns the length of the encoded properties, without the
 // property length varint.
-func (p *Properties) propsLen() int {
-	m := p.mask()
+func (p *Properties) propsLen() int { return p.lenOf(p.mask()) }
+
+// lenOf is propsLen for the properties in m. Properties are written in
+// ascending id order.
+func (p *Properties) lenOf(m uint64) int {
 	if m == 0 {
 		return 0
 	}
 	n := 0
-	for _, id := range propOrder {
-		if m&(1<<id) == 0 {
-			continue
-		}
+	for b := m; b != 0; b &= b - 1 {
+		id := PropertyID(bits.TrailingZeros64(b))
 		switch propKinds[id] {
 		case kByte:
 			n += 2
@@ -439,8 +438,8 @@ func (p *Properties) scalarOf(id PropertyID) uint32 {
 func (p *Properties) check(t Type, ctx propContext) error {
 	m := p.mask()
 	if m&^uint64(ctx) != 0 {
-		for _, id := range propOrder {
-			if m&(1<<id) != 0 && !ctx.allows(id) {
+		for b := m; b != 0; b &= b - 1 {
+			if id := PropertyID(bits.TrailingZeros64(b)); !ctx.allows(id) {
 				return encodeErr(t, "property 0x%02x not allowed", byte(id))
 			}
 		}
@@ -450,10 +449,8 @@ func (p *Properties) check(t Type, ctx propContext) error {
 		1<<PropResponseInfo|1<<PropServerReference|1<<PropReasonString) == 0 {
 		return nil
 	}
-	for _, id := range propOrder {
-		if m&(1<<id) == 0 {
-			continue
-		}
+	for b := m; b != 0; b &= b - 1 {
+		id := PropertyID(bits.TrailingZeros64(b))
 		switch propKinds[id] {
 		case kString:
 			if len(p.stringOf(id)) > 65535 {
@@ -485,15 +482,13 @@ func (p *Properties) check(t Type, ctx propContext) error {
 
 // appendProps appends the property length and the properties.
 func (p *Properties) appendProps(dst []byte) []byte {
-	dst = appendVarint(dst, p.propsLen())
 	m := p.mask()
+	dst = appendVarint(dst, p.lenOf(m))
 	if m == 0 {
 		return dst
 	}
-	for _, id := range propOrder {
-		if m&(1<<id) == 0 {
-			continue
-		}
+	for b := m; b != 0; b &= b - 1 {
+		id := PropertyID(bits.TrailingZeros64(b))
 		switch propKinds[id] {
 		case kByte:
 			dst = append(dst, byte(id), byte(p.scalarOf(id)))

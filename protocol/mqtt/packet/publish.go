@@ -278,3 +278,45 @@ func quote(b []byte) string {
 	}
 	return strconv.Quote(string(b))
 }
+
+// Clone returns a deep copy of p: the payload, correlation data, user
+// properties and subscription identifiers are copied, so the copy
+// outlives the Decoder buffer p may alias.
+func (p *Publish) Clone() *Publish {
+	c := *p
+	c.Payload = clone(p.Payload)
+	c.Properties = p.Properties.Clone()
+	return &c
+}
+
+// Clone returns a deep copy of the properties.
+func (p *Properties) Clone() Properties {
+	c := *p
+	c.CorrelationData = clone(p.CorrelationData)
+	c.AuthData = clone(p.AuthData)
+	if p.SubscriptionIdentifiers != nil {
+		c.SubscriptionIdentifiers = append([]int(nil), p.SubscriptionIdentifiers...)
+	}
+	if p.UserProperties != nil {
+		c.UserProperties = append([]UserProperty(nil), p.UserProperties...)
+	}
+	return c
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(b)), b...)
+}
+
+// Publish returns the PUBLISH a will becomes when it is published: its
+// topic, QoS, retain flag and payload (copied), and of its properties
+// those a PUBLISH carries, user properties in order (MQTT 5 §3.1.3.2);
+// the Will Delay Interval stays behind.
+func (w *Will) Publish() *Publish {
+	props := w.Properties.Clone()
+	props.WillDelay = 0
+	props.ClearPresent(PropWillDelay)
+	return &Publish{Topic: w.Topic, QoS: w.QoS, Retain: w.Retain, Payload: clone(w.Payload), Properties: props}
+}

@@ -249,14 +249,35 @@ var rules = map[wire.RequestCode]rule{
 }
 
 // handle routes f for code on mux, inline or not, guarded when the
-// engine has hooks.
+// engine has hooks. A request that would call a hook that may wait
+// (hook.Waiting: a process plugin) is not run inline, so that the
+// connection's other requests go on meanwhile.
 func (b *Broker) handle(mux *server.Mux, code wire.RequestCode, kind server.Kind, inline bool, f server.HandlerFunc) {
 	f = b.guard(code, f)
+	if inline && b.hooksMayWait(kind) {
+		inline = false
+	}
 	if inline {
 		mux.HandleInlineFunc(code, kind, f)
 	} else {
 		mux.HandleFunc(code, kind, f)
 	}
+}
+
+// hooksMayWait reports whether a request of kind may call a hook that
+// may wait: any guarded request when an authentication hook may, sends
+// when a store hook may, pulls when a delivery hook may.
+func (b *Broker) hooksMayWait(kind server.Kind) bool {
+	set := b.eng.Hooks()
+	switch {
+	case set.GuardMayWait():
+		return true
+	case kind == server.KindSend:
+		return set.StoreMayWait()
+	case kind == server.KindPull:
+		return set.DeliverMayWait()
+	}
+	return false
 }
 
 // guard wraps f with authentication, authorization and the hook.Client,

@@ -68,8 +68,9 @@ func New(name string) *cobra.Command {
 		Use:   "karman-bench",
 		Short: "Measure brokers over the network: Karman side by side with peers",
 		Long: `Measure brokers over the network: Karman, in this process or at an
-address, side by side with peer brokers (NATS JetStream) in the same run.
-"karman bench produce" and "karman bench consume" run this program.`,
+address, side by side with peer brokers (NATS JetStream) in the same run,
+and MQTT brokers side by side with mosquitto. "karman bench produce",
+"karman bench consume" and "karman bench mqtt" run this program.`,
 		// Errors are printed once by cobra; usage only on request.
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
@@ -81,6 +82,8 @@ address, side by side with peer brokers (NATS JetStream) in the same run.
 	root.AddCommand(
 		newBenchProtocolCmd(bench.ModeProduce),
 		newBenchProtocolCmd(bench.ModeConsume),
+		newBenchMQTTCmd(),
+		newMQTTIdleWorkerCmd(),
 	)
 	return root
 }

@@ -3,6 +3,7 @@ package protobench
 import (
 	"bytes"
 	"encoding/json"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -153,5 +154,49 @@ func TestBenchProtocolFlags(t *testing.T) {
 	useModules(t)
 	if _, err := runBench(t, "produce", "--count", "1"); err == nil || !strings.Contains(err.Error(), "--addr") {
 		t.Errorf("no front-ends: %v", err)
+	}
+}
+
+// TestBenchMQTTPeer runs "mqtt" against a mosquitto it starts, every shape
+// small, and checks one JSON line per phase with the comparison fields.
+func TestBenchMQTTPeer(t *testing.T) {
+	if _, err := exec.LookPath("mosquitto"); err != nil {
+		if _, err := exec.LookPath("/usr/sbin/mosquitto"); err != nil {
+			t.Skip("mosquitto is not installed")
+		}
+	}
+	out, err := runBench(t, "mqtt", "--peer", "mosquitto", "--count", "1000", "--pairs", "2", "--fanout-subscribers", "10",
+		"--fanout-count", "20", "--shared-publishers", "4", "--shared-subscribers", "2", "--qos", "1",
+		"--shapes", "p2p,fanout,shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		for _, k := range []string{"system", "phase", "msgs_per_sec", "p50_us", "p99_us", "rss_mb"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("no %s in %s", k, line)
+			}
+		}
+		if r["system"] != "mosquitto" || r["msgs_per_sec"].(float64) <= 0 || r["rss_mb"].(float64) <= 0 {
+			t.Errorf("implausible: %s", line)
+		}
+		if r["phase"] != "p2p_qos0" && r["lost"].(float64) != 0 {
+			t.Errorf("QoS 1 lost messages: %s", line)
+		}
+		phases = append(phases, r["phase"].(string))
+	}
+	if want := []string{"p2p_qos0", "p2p_qos1", "fanout", "shared"}; !slices.Equal(phases, want) {
+		t.Fatalf("phases %v, want %v", phases, want)
+	}
+	if _, err := runBench(t, "mqtt"); err == nil || !strings.Contains(err.Error(), "--addr") {
+		t.Fatalf("without a broker: %v", err)
+	}
+	if _, err := runBench(t, "mqtt", "--peer", "mosquitto", "--shapes", "p2p,nope"); err == nil {
+		t.Fatal("unknown shape accepted")
 	}
 }
