@@ -356,3 +356,29 @@ func (r *rawMQTT) expect(typ packet.Type) packet.Packet {
 }
 
 var _ = os.Getenv
+
+// The mapping with the Node.js gRPC client: a Node producer's message to
+// dev with tag d3/cmd reaches an MQTT subscriber of dev/+/cmd, and an
+// MQTT publish to dev/d3/temp reaches a Node simple consumer of dev with
+// the tag d3/temp and its MQTT properties.
+func TestMQTTCrossNode(t *testing.T) {
+	requireNode(t)
+	k := startKarman(t)
+	k.createTopic("dev", 4)
+	in := newInbox()
+	dev := mqttV3(t, "tcp://"+k.mqtt, "d3", true, in)
+	waitToken(t, "subscribe", dev.Subscribe("dev/+/cmd", 1, nil))
+	k.nodeSend("dev", []outMessage{{Body: "n1", Tag: "d3/cmd"}, {Body: "n2", Tag: "d3/cmd", Properties: map[string]string{"originMqttTopic": "dev/d3/cmd/now"}}})
+	in.waitFor(t, "the Node producer's commands", func() bool {
+		return in.count("dev/d3/cmd=n1") == 1
+	})
+	if in.count("dev/d3/cmd/now=n2") != 0 {
+		t.Error("dev/+/cmd matched dev/d3/cmd/now")
+	}
+
+	waitToken(t, "publish", dev.Publish("dev/d3/temp", 1, false, "21.5"))
+	got := k.nodeReceive(map[string]any{"topic": "dev", "group": "node-readers", "expression": "d3/temp", "count": 1})
+	if len(got) != 1 || got[0].Body != "21.5" || got[0].Tag != "d3/temp" || got[0].Properties["originMqttTopic"] != "dev/d3/temp" || got[0].Properties["qosLevel"] != "1" {
+		t.Fatalf("the Node consumer got %+v", got)
+	}
+}
