@@ -52,6 +52,8 @@ type conn struct {
 	pumps  map[string]context.CancelFunc // by raw filter
 	pumpWG sync.WaitGroup
 
+	problemInfo bool // v5: the client takes reason strings on acknowledgements
+
 	clean     atomic.Bool // a DISCONNECT ended it: no will
 	takenOver atomic.Bool
 	stopping  atomic.Bool // the server is shutting down
@@ -255,6 +257,7 @@ func (c *conn) connect(cp *packet.Connect) bool {
 		}
 		c.clientMaxSize = int(cp.Properties.MaximumPacketSize)
 		c.aliasOutMax = min(int(cp.Properties.TopicAliasMaximum), 1024)
+		c.problemInfo = !cp.Properties.Has(packet.PropRequestProblemInfo) || cp.Properties.RequestProblemInfo != 0
 	}
 	c.credits = make(chan struct{}, quota)
 	for range quota {
@@ -412,15 +415,19 @@ func fromPublish(p *packet.Publish, publisher string) *mapping.Message {
 	return m
 }
 
-func (c *conn) pubAck(p *packet.Publish, code packet.ReasonCode) bool {
+func (c *conn) pubAck(p *packet.Publish, code packet.ReasonCode, reason ...string) bool {
 	if c.version != packet.Version5 && code.IsError() {
 		code = packet.Success // 3.1.1 has no negative acknowledgement
 	}
+	var props packet.Properties
+	if code.IsError() && c.problemInfo && len(reason) > 0 {
+		props.ReasonString = reason[0]
+	}
 	switch p.QoS {
 	case 1:
-		return c.write(&packet.Puback{PacketID: p.PacketID, ReasonCode: code}) == nil
+		return c.write(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
 	case 2:
-		return c.write(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code}) == nil
+		return c.write(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
 	}
 	return true
 }
@@ -468,14 +475,14 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		if !v5 {
 			return false
 		}
-		return c.pubAck(p, packet.TopicNameInvalid)
+		return c.pubAck(p, packet.TopicNameInvalid, "clients do not publish to $ topics")
 	}
 	first, _, err := mapping.Split(p.Topic)
 	if err != nil {
 		if !v5 {
 			return false
 		}
-		return c.pubAck(p, packet.TopicNameInvalid)
+		return c.pubAck(p, packet.TopicNameInvalid, err.Error())
 	}
 	hooks := s.e.Hooks()
 	if len(hooks.Authorizers) > 0 {
@@ -484,7 +491,7 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 			err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionPub, hook.MQTT(p.Topic))
 		}
 		if err != nil {
-			return c.pubAck(p, packet.NotAuthorized)
+			return c.pubAck(p, packet.NotAuthorized, err.Error())
 		}
 	}
 	s.bytesIn.Add(int64(len(p.Payload)))
@@ -493,7 +500,7 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 			s.log.Debug("mqtt: publish failed; closing", "client", c.ss.id, "err", err)
 			return false
 		}
-		return c.pubAck(p, publishCode(err))
+		return c.pubAck(p, publishCode(err), err.Error())
 	}
 	if p.QoS == 2 {
 		c.ss.mu.Lock()

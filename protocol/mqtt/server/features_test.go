@@ -314,8 +314,8 @@ func TestAuth(t *testing.T) {
 		t.Errorf("SUBACK %v", sa.ReasonCodes)
 	}
 	c.send(&packet.Publish{PacketID: 2, QoS: 1, Topic: "secret/x", Payload: []byte("no")})
-	if pa := c.expect(packet.PUBACK).(*packet.Puback); pa.ReasonCode != packet.NotAuthorized {
-		t.Errorf("PUBACK %v", pa.ReasonCode)
+	if pa := c.expect(packet.PUBACK).(*packet.Puback); pa.ReasonCode != packet.NotAuthorized || !strings.Contains(pa.Properties.ReasonString, "not for devices") {
+		t.Errorf("PUBACK %v %q", pa.ReasonCode, pa.Properties.ReasonString)
 	}
 }
 

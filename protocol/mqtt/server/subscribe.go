@@ -109,6 +109,16 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 			sendRetained = append(sendRetained, retainedFor{sub})
 		}
 	}
+	if v5 && c.problemInfo {
+		for _, code := range ack.ReasonCodes {
+			switch code {
+			case packet.TopicFilterInvalid:
+				ack.Properties.ReasonString = "a topic filter is not valid"
+			case packet.NotAuthorized:
+				ack.Properties.ReasonString = "not authorized to subscribe to a topic filter"
+			}
+		}
+	}
 	if c.write(ack) != nil {
 		return false
 	}
