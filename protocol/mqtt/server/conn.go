@@ -72,25 +72,65 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return c
 }
 
+// write sends p at once, after whatever is queued.
 func (c *conn) write(p packet.Packet) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if err := c.appendLocked(p); err != nil {
+		return err
+	}
+	return c.flushLocked()
+}
+
+// queue adds p to what the next flush sends (a pump's batch), flushing
+// once 64 KiB are waiting.
+func (c *conn) queue(p packet.Packet) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.appendLocked(p); err != nil {
+		return err
+	}
+	if len(c.wbuf) >= 64<<10 {
+		return c.flushLocked()
+	}
+	return nil
+}
+
+// flush sends what is queued.
+func (c *conn) flush() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.flushLocked()
+}
+
+func (c *conn) appendLocked(p packet.Packet) error {
 	if pub, ok := p.(*packet.Publish); ok && c.aliasOutMax > 0 {
 		c.aliasOut(pub)
 	}
-	b, err := p.AppendTo(c.wbuf[:0], c.version)
+	b, err := p.AppendTo(c.wbuf, c.version)
 	if err != nil {
 		return err
 	}
-	if cap(b) <= 64<<10 {
-		c.wbuf = b
+	c.wbuf = b
+	return nil
+}
+
+func (c *conn) flushLocked() error {
+	if len(c.wbuf) == 0 {
+		return nil
 	}
 	timeout := c.s.opts.WriteTimeout
 	if c.stopping.Load() || c.takenOver.Load() {
 		timeout = time.Second // a last word, not a wait
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.nc.Write(b); err != nil {
+	_, err := c.nc.Write(c.wbuf)
+	if cap(c.wbuf) > 256<<10 {
+		c.wbuf = nil // a large packet's buffer is not kept
+	} else {
+		c.wbuf = c.wbuf[:0]
+	}
+	if err != nil {
 		c.nc.Close() // the reader sees it and ends the connection
 		return err
 	}

@@ -129,6 +129,9 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 				return
 			}
 		}
+		if c.flush() != nil {
+			return
+		}
 		ss.mu.Lock()
 		if sub.next <= next && ss.subs[sub.raw] == sub {
 			sub.next = next
@@ -189,7 +192,7 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 		return nil
 	}
 	if qos == 0 {
-		if err := c.write(p); err != nil {
+		if err := c.queue(p); err != nil {
 			return err
 		}
 		c.s.msgsOut.Add(1)
@@ -197,8 +200,16 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 	}
 	select {
 	case <-c.credits:
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		// Out of slots: what is queued goes now, and the acks come.
+		if err := c.flush(); err != nil {
+			return err
+		}
+		select {
+		case <-c.credits:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	ss.mu.Lock()
 	if ss.subs[sub.raw] != sub {
@@ -222,7 +233,7 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 		c.s.log.Warn("mqtt: store in-flight message", "client", ss.id, "err", err)
 	}
 	p.PacketID = pid
-	if err := c.write(p); err != nil {
+	if err := c.queue(p); err != nil {
 		return err
 	}
 	c.s.msgsOut.Add(1)
@@ -313,21 +324,30 @@ func (c *conn) credit() {
 func (ss *session) acked(c *conn, pid uint16) {
 	ss.mu.Lock()
 	f, ok := ss.out[pid]
+	var ops []engine.StateOp
+	persist := ss.persist.Load()
 	if ok {
 		delete(ss.out, pid)
+		if persist && f.msg == nil {
+			ops = append(ops, engine.StateOp{Key: pidKey("i", ss.id, pid), Delete: true})
+		}
 		if sub := ss.subs[f.sub]; sub != nil && f.group == nil && f.msg == nil {
 			sub.removeInflight(f.offset)
-			ss.saveOffsetLocked(sub)
+			if op, changed := ss.offsetOpLocked(sub); changed {
+				ops = append(ops, op)
+			}
 		}
 	}
-	persist := ss.persist.Load()
 	ss.mu.Unlock()
 	if !ok {
 		return
 	}
 	c.credit()
-	if persist && f.msg == nil {
-		ss.s.st.Delete(pidKey("i", ss.id, pid))
+	if len(ops) > 0 {
+		// The message is done and the offset moves past it in one write.
+		if err := ss.s.st.Apply(ops...); err != nil {
+			ss.s.log.Warn("mqtt: store acknowledgement", "client", ss.id, "err", err)
+		}
 	}
 	if f.group != nil {
 		f.group.done(f.offset)

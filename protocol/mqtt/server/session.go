@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
 )
 
@@ -160,20 +161,26 @@ func (ss *session) saveLocked() error {
 }
 
 func (ss *session) saveOffsetLocked(sub *subscription) error {
-	if !ss.persist.Load() || sub.group != "" {
+	op, changed := ss.offsetOpLocked(sub)
+	if !changed {
 		return nil
+	}
+	return ss.s.st.Apply(op)
+}
+
+// offsetOpLocked returns the write of the subscription's committed
+// offset, if it changed, and takes it as written; mu held.
+func (ss *session) offsetOpLocked(sub *subscription) (engine.StateOp, bool) {
+	if !ss.persist.Load() || sub.group != "" {
+		return engine.StateOp{}, false
 	}
 	c := sub.commitOffset()
 	if c == sub.committed {
-		return nil
+		return engine.StateOp{}, false
 	}
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], uint64(c))
-	if err := ss.s.st.Put(offKey(ss.id, sub.raw), v[:]); err != nil {
-		return err
-	}
+	v := binary.BigEndian.AppendUint64(nil, uint64(c))
 	sub.committed = c
-	return nil
+	return engine.StateOp{Key: offKey(ss.id, sub.raw), Value: v}, true
 }
 
 func (ss *session) putOut(f *outFlight) error {

@@ -178,14 +178,21 @@ func (g *sharedGroup) pickLocked(qos byte) *member {
 
 func (g *sharedGroup) run(ctx context.Context) {
 	s := g.s
+	touched := map[*conn]struct{}{}
+	flush := func() {
+		for c := range touched {
+			c.flush()
+		}
+		clear(touched)
+	}
 	for ctx.Err() == nil {
 		g.mu.Lock()
-		off, redo := g.next, false
+		off, redo, n := g.next, false, 32
 		if len(g.redo) > 0 {
-			off, redo = g.redo[0], true
+			off, redo, n = g.redo[0], true, 1
 		}
 		g.mu.Unlock()
-		res, err := s.e.Pull(ctx, g.queue, 0, off, 1, nil)
+		res, err := s.e.Pull(ctx, g.queue, 0, off, n, nil)
 		if err != nil {
 			var re *engine.OffsetRangeError
 			if errors.As(err, &re) {
@@ -218,33 +225,63 @@ func (g *sharedGroup) run(ctx context.Context) {
 			}
 			continue
 		}
-		rm, _, err := message.DecodeStored(res.Records[0])
-		res.Release()
-		if err != nil {
-			g.advance(off, redo, false)
-			continue
-		}
-		m := mapping.FromRocketMQ(rm)
-		if !m.ExpireAt.IsZero() && !time.Now().Before(m.ExpireAt) {
-			g.advance(off, redo, false)
-			continue
-		}
-		g.mu.Lock()
-		mb := g.pickLocked(m.QoS)
-		g.mu.Unlock()
-		if mb == nil {
-			select { // every member is full: wait for an ack or a member
-			case <-g.kick:
-			case <-ctx.Done():
+		msgs := make([]*message.Message, 0, len(res.Records))
+		for _, r := range res.Records {
+			if m, _, err := message.DecodeStored(r); err == nil {
+				msgs = append(msgs, m)
 			}
-			continue
 		}
-		qos := min(m.QoS, mb.sub.o().qos)
-		if mb.c.deliverShared(g, mb.sub, rm.QueueOffset, m, qos) {
-			g.advance(off, redo, qos > 0)
-		} else if qos > 0 {
-			mb.c.credit()
+		next := res.NextOffset
+		res.Release()
+		if redo && len(msgs) > 0 && msgs[0].QueueOffset != off {
+			msgs = nil // the message to redo is gone
 		}
+		done := true
+		for i := 0; i < len(msgs) && ctx.Err() == nil; {
+			rm := msgs[i]
+			qo := rm.QueueOffset
+			if redo {
+				qo = off
+			}
+			m := mapping.FromRocketMQ(rm)
+			if !m.ExpireAt.IsZero() && !time.Now().Before(m.ExpireAt) {
+				g.advance(qo, redo, false)
+				i++
+				continue
+			}
+			g.mu.Lock()
+			mb := g.pickLocked(m.QoS)
+			g.mu.Unlock()
+			if mb == nil {
+				flush()  // what is queued goes, and the acks come
+				select { // every member is full: wait for an ack or a member
+				case <-g.kick:
+				case <-ctx.Done():
+				}
+				continue
+			}
+			qos := min(m.QoS, mb.sub.o().qos)
+			if mb.c.deliverShared(g, mb.sub, qo, m, qos) {
+				touched[mb.c] = struct{}{}
+				g.advance(qo, redo, qos > 0)
+				i++
+			} else if qos > 0 {
+				mb.c.credit()
+			}
+		}
+		if ctx.Err() != nil {
+			done = false
+		}
+		flush()
+		g.mu.Lock()
+		if done && !redo && g.next < next {
+			g.next = next // past entries skipped in the batch
+		}
+		if redo && len(msgs) == 0 {
+			g.redo = removeSorted(g.redo, off)
+		}
+		g.saveLocked()
+		g.mu.Unlock()
 	}
 }
 
@@ -260,7 +297,6 @@ func (g *sharedGroup) advance(off int64, redo, inflight bool) {
 	if inflight {
 		g.outstanding = insertSorted(g.outstanding, off)
 	}
-	g.saveLocked()
 }
 
 // wait waits for the queue to grow past off, or for a kick.
@@ -303,7 +339,7 @@ func (c *conn) deliverShared(g *sharedGroup, sub *subscription, off int64, m *ma
 		ss.putOut(f)
 		p.PacketID = pid
 	}
-	if err := c.write(p); err != nil {
+	if err := c.queue(p); err != nil {
 		if qos > 0 {
 			// The connection is going: its detach hands the message on.
 			return true
