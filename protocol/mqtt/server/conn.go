@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -65,7 +66,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.addr = ap
 	}
-	c.dec = packet.NewDecoder(nc)
+	// A small read buffer: idle connections hold it; larger packets are
+	// read into a buffer of their own.
+	c.dec = packet.NewDecoder(bufio.NewReaderSize(nc, 1024))
 	c.dec.FromClient = true
 	c.dec.MaxSize = s.opts.MaxPacketSize
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
