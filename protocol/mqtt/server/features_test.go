@@ -444,3 +444,66 @@ func TestSharedStalledMember(t *testing.T) {
 		good.send(&packet.Puback{PacketID: pub.PacketID})
 	}
 }
+
+// A connection silent for 1.5 times its keep alive is closed, and its
+// will published.
+func TestKeepAlive(t *testing.T) {
+	b := startBroker(t, "", nil)
+	w := dialV5(t, b.addr, &paho.Connect{ClientID: "watch", CleanStart: true})
+	w.sub("ka/#", 0)
+	cp := &packet.Connect{ClientID: "quiet", CleanStart: true, KeepAlive: 1,
+		Will: &packet.Will{Topic: "ka/quiet", Payload: []byte("timed out")}}
+	c, _ := dialRaw(t, b.addr, packet.Version311, cp)
+	start := time.Now()
+	c.closed()
+	if d := time.Since(start); d < 1400*time.Millisecond {
+		t.Fatalf("closed after %v, before 1.5 × the keep alive", d)
+	}
+	if got := w.wait(1); got[0].Topic != "ka/quiet" {
+		t.Fatalf("will %s", got[0].Topic)
+	}
+}
+
+// A QoS 0 subscription too far behind its queue skips to the newest
+// message, and the skipped ones are counted.
+func TestQoS0Lag(t *testing.T) {
+	b := startBroker(t, "", &server.Options{MaxQoS0Lag: 5})
+	s, _ := dialRaw(t, b.addr, packet.Version5, v5connect("slow", false, 300))
+	s.subscribe(1, packet.Subscription{Filter: "lag/#", QoS: 0})
+	s.nc.Close()
+	p, _ := dialRaw(t, b.addr, packet.Version5, v5connect("p", true, 0))
+	for i := range 20 {
+		p.publish(uint16(i+1), "lag/x", 1, fmt.Sprint(i))
+	}
+	b.e.WaitDispatched(context.Background()) // all 20 in the filter's queue
+	s, _ = dialRaw(t, b.addr, packet.Version5, v5connect("slow", false, 300))
+	if got := s.expect(packet.PUBLISH).(*packet.Publish); string(got.Payload) != "19" {
+		t.Fatalf("got %q first, want the newest, 19", got.Payload)
+	}
+	if n := b.srv.Stats().DroppedQoS0; n != 19 {
+		t.Fatalf("DroppedQoS0 %d, want 19", n)
+	}
+}
+
+// A client over our Receive Maximum of QoS 2 messages awaiting PUBREL is
+// disconnected with 0x93; a packet over our Maximum Packet Size with 0x95.
+func TestInboundLimits(t *testing.T) {
+	b := startBroker(t, "", &server.Options{ReceiveMaximum: 2, MaxPacketSize: 1024})
+	c, ack := dialRaw(t, b.addr, packet.Version5, v5connect("lim", true, 0))
+	if ack.Properties.ReceiveMaximum != 2 || ack.Properties.MaximumPacketSize != 1024 {
+		t.Fatalf("CONNACK %+v", ack.Properties)
+	}
+	for i := range 3 {
+		c.send(&packet.Publish{PacketID: uint16(i + 1), QoS: 2, Topic: "lim/x", Payload: []byte("x")})
+	}
+	c.expect(packet.PUBREC)
+	c.expect(packet.PUBREC)
+	if got := c.closed(); len(got) != 1 || got[0].(*packet.Disconnect).ReasonCode != packet.ReceiveMaximumExceeded {
+		t.Fatalf("over receive maximum: %v", got)
+	}
+	c, _ = dialRaw(t, b.addr, packet.Version5, v5connect("big", true, 0))
+	c.send(&packet.Publish{QoS: 0, Topic: "lim/x", Payload: make([]byte, 2000)})
+	if got := c.closed(); len(got) != 1 || got[0].(*packet.Disconnect).ReasonCode != packet.PacketTooLarge {
+		t.Fatalf("over maximum packet size: %v", got)
+	}
+}
