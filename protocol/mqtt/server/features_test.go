@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -505,5 +506,38 @@ func TestInboundLimits(t *testing.T) {
 	c.send(&packet.Publish{QoS: 0, Topic: "lim/x", Payload: make([]byte, 2000)})
 	if got := c.closed(); len(got) != 1 || got[0].(*packet.Disconnect).ReasonCode != packet.PacketTooLarge {
 		t.Fatalf("over maximum packet size: %v", got)
+	}
+}
+
+// Large packets wait for room in MaxPacketMemory: a second connection's
+// packet is not read while the first one's holds the memory.
+func TestPacketMemory(t *testing.T) {
+	b := startBroker(t, "", &server.Options{MaxPacketSize: 8 << 10, MaxPacketMemory: 8 << 10})
+	a, _ := dialRaw(t, b.addr, packet.Version311, &packet.Connect{ClientID: "a", CleanStart: true})
+	c, _ := dialRaw(t, b.addr, packet.Version311, &packet.Connect{ClientID: "c", CleanStart: true})
+	big := func(pid uint16, fill byte) []byte {
+		b, _ := (&packet.Publish{QoS: 1, PacketID: pid, Topic: "mem/x", Payload: bytes.Repeat([]byte{fill}, 5000)}).AppendTo(nil, packet.Version311)
+		return b
+	}
+	pa := big(1, 'a')
+	a.nc.Write(pa[:100]) // a's packet is being read: 5 KiB reserved
+	deadline := time.Now().Add(5 * time.Second)
+	for b.srv.Stats().PacketMemory == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a's packet reserved no memory")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.nc.Write(big(2, 'c')) // c's does not fit beside it
+	c.nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if p, err := c.dec.Read(); err == nil {
+		t.Fatalf("c got %s while a's packet held the memory", p.Type())
+	}
+	a.nc.Write(pa[100:])
+	a.expect(packet.PUBACK)
+	a.send(&packet.Pingreq{}) // a's next read gives the memory back
+	a.expect(packet.PINGRESP)
+	if ack := c.expect(packet.PUBACK).(*packet.Puback); ack.PacketID != 2 {
+		t.Fatalf("PUBACK %d", ack.PacketID)
 	}
 }
