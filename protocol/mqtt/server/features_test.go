@@ -541,3 +541,21 @@ func TestPacketMemory(t *testing.T) {
 		t.Fatalf("PUBACK %d", ack.PacketID)
 	}
 }
+
+// A DISCONNECT that sets the session expiry to 0 ends the session, stored
+// state included: after a restart it is not present.
+func TestDisconnectEndsSession(t *testing.T) {
+	b := startBroker(t, "", nil)
+	c, _ := dialRaw(t, b.addr, packet.Version5, v5connect("short", false, 600))
+	c.subscribe(1, packet.Subscription{Filter: "end/#", QoS: 1})
+	d := &packet.Disconnect{}
+	d.Properties.SessionExpiry = 0
+	d.Properties.SetPresent(packet.PropSessionExpiry)
+	c.send(d)
+	c.closed()
+	b.restart()
+	_, ack := dialRaw(t, b.addr, packet.Version5, v5connect("short", false, 600))
+	if ack.SessionPresent {
+		t.Fatal("the session outlived a DISCONNECT with expiry 0")
+	}
+}

@@ -85,6 +85,7 @@ type session struct {
 	mu      sync.Mutex
 	version byte
 	persist atomic.Bool // kept after the connection ends
+	stored  atomic.Bool // has state in the store (persists, or did)
 	expiry  uint32      // seconds after the connection ends; neverExpires
 	subs    map[string]*subscription
 	out     map[uint16]*outFlight
@@ -157,6 +158,7 @@ func (ss *session) saveLocked() error {
 		return nil
 	}
 	b, _ := json.Marshal(ss.record())
+	ss.stored.Store(true)
 	return ss.s.st.Put(sessKey(ss.id), b)
 }
 
@@ -239,6 +241,7 @@ func (s *Server) loadSessions() error {
 		ss := newSession(s, strings.TrimPrefix(k, "s/"))
 		ss.version, ss.expiry = r.V, r.E
 		ss.persist.Store(true)
+		ss.stored.Store(true)
 		ss.gone = now // connected at the crash: its connection ended now
 		if r.Gone != 0 {
 			ss.gone = time.UnixMilli(r.Gone)
@@ -400,7 +403,7 @@ func (s *Server) endSession(ss *session) {
 		ss.expireTimer.Stop()
 		ss.expireTimer = nil
 	}
-	persist := ss.persist.Load()
+	stored := ss.stored.Load()
 	ss.mu.Unlock()
 	for _, f := range outs {
 		if f.group != nil {
@@ -413,7 +416,8 @@ func (s *Server) endSession(ss *session) {
 	if willWaiting {
 		s.publishWill(ss.id)
 	}
-	if persist {
+	if stored {
+		// Also a session whose expiry a DISCONNECT set to 0.
 		if err := ss.drop(); err != nil {
 			s.log.Warn("mqtt: drop session state", "client", ss.id, "err", err)
 		}
