@@ -15,6 +15,7 @@
 //	's' name                                  → a broker secret
 //	'u' name                                  → an access-control user with its
 //	                                            policies (package acl, JSON)
+//	'f' len(namespace) namespace key          → front-end state (State)
 //
 // A Store is safe for concurrent use.
 package meta
