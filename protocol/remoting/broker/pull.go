@@ -63,7 +63,7 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 
 	var deadline time.Time
 	if h.SysFlag&wire.PullFlagSuspend != 0 && h.SuspendTimeoutMillis > 0 {
-		deadline = time.Now().Add(min(time.Duration(h.SuspendTimeoutMillis)*time.Millisecond, b.opts.MaxSuspend))
+		deadline = time.Now().Add(min(time.Duration(h.SuspendTimeoutMillis)*time.Millisecond, time.Duration(b.maxSuspend.Load())))
 	}
 	offset := h.QueueOffset
 	for waited := false; ; waited = true {
