@@ -48,7 +48,11 @@ status 1.`,
   karman admin offset reset billing orders --to-time -1h
   karman admin message get 7F0000010000000000000000002A1F3C
   karman admin dlq list billing --begin -24h
-  karman admin dlq resend billing C0A800050E2A18B4AAC27C6F38E40001`,
+  karman admin dlq resend billing C0A800050E2A18B4AAC27C6F38E40001
+  karman admin message send orders 'hello' --tag test
+  karman admin message browse orders --queue 0 --from 0
+  karman admin broker config set suspendMaxTimeMills 5000
+  karman admin stats --interval 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -67,6 +71,8 @@ status 1.`,
 		newAdminOffsetCmd(f),
 		newAdminMessageCmd(f),
 		newAdminDLQCmd(f),
+		newAdminBrokerCmd(f),
+		newAdminStatsCmd(f),
 	)
 	return cmd
 }
