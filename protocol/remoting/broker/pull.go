@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -42,6 +43,9 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	}
 	if b.hooked {
 		clientGroup(ctx, h.ConsumerGroup) // the group of the engine's delivery hooks
+	} else {
+		// The group the engine counts the delivery under (Stats).
+		ctx = hook.NewContext(ctx, &hook.Client{Protocol: Protocol, Group: h.ConsumerGroup})
 	}
 	batch := pullBatch(h.MaxMsgNums)
 	g, err := b.group(ctx, h.ConsumerGroup)
