@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/karmanmq/karman/engine/hook"
+	"github.com/karmanmq/karman/engine/message"
 )
 
 // TestDispatchLag: the lag counts the bytes stored and not yet indexed,
@@ -89,5 +92,36 @@ func TestStatsPerGroup(t *testing.T) {
 	}
 	if bytes != ts.BytesOut {
 		t.Errorf("the groups' bytes out sum to %d, the topic's are %d", bytes, ts.BytesOut)
+	}
+}
+
+// TestSendLatency: every send is reported with its topic and outcome.
+func TestSendLatency(t *testing.T) {
+	type report struct {
+		topic string
+		ok    bool
+	}
+	var got []report
+	e := openTest(t, t.TempDir(), &Options{SendLatency: func(topic string, d time.Duration, err error) {
+		if d <= 0 {
+			t.Errorf("send to %s took %v", topic, d)
+		}
+		got = append(got, report{topic, err == nil})
+	}})
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	ctx := context.Background()
+	if _, err := e.Send(ctx, newMsg("T", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SendBatch(ctx, []*message.Message{newMsg("T", "b"), newMsg("T", "c")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Send(ctx, newMsg("Missing", "d")); err == nil {
+		t.Fatal("send to a missing topic succeeded")
+	}
+	want := []report{{"T", true}, {"T", true}, {"Missing", false}}
+	if !slices.Equal(got, want) {
+		t.Errorf("reports %v, want %v", got, want)
 	}
 }
