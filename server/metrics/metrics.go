@@ -109,7 +109,7 @@ type Set struct {
 func New(stats StatsFunc, version string, eng EngineFunc, cluster, node string) *Set {
 	reg := prometheus.NewRegistry()
 	lat := NewAppendLatency()
-	cost := NewSendCost()
+	cost := NewSendCost(cluster, node)
 	if eng != nil {
 		reg.MustRegister(NewRocketMQCollector(eng, cluster, node), cost)
 	}

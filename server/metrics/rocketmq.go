@@ -213,13 +213,17 @@ func consumeMode(t registry.ConsumeType) string {
 func boolLabel(b bool) string { return strconv.FormatBool(b) }
 
 // NewSendCost returns the histogram of send durations in milliseconds,
-// rocketmq_send_cost_time, by topic and invocation_status (success or
-// failure), with RocketMQ's buckets.
-func NewSendCost() *prometheus.HistogramVec {
+// rocketmq_send_cost_time, of the broker node of cluster, by topic and
+// invocation_status (success or failure), with RocketMQ's buckets.
+// RocketMQ's clients keep this histogram per client (client_id); a broker
+// keeps it per topic, since a label per client would make series without
+// end.
+func NewSendCost(cluster, node string) *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "rocketmq_send_cost_time",
-		Help:    "Time the broker took to answer a send (hooks, checks, append, and the flush under sync flush), in milliseconds.",
-		Buckets: []float64{1, 5, 10, 20, 50, 200, 500},
+		Name:        "rocketmq_send_cost_time",
+		ConstLabels: prometheus.Labels{labelCluster: cluster, labelNodeType: nodeTypeBroker, labelNodeID: node},
+		Help:        "Time the broker took to answer a send (hooks, checks, append, and the flush under sync flush), in milliseconds.",
+		Buckets:     []float64{1, 5, 10, 20, 50, 200, 500},
 	}, []string{labelTopic, labelInvStatus})
 }
 

@@ -114,7 +114,7 @@ func TestRocketMQCollector(t *testing.T) {
 }
 
 func TestObserveSend(t *testing.T) {
-	h := NewSendCost()
+	h := NewSendCost("c", "n")
 	ObserveSend(h, "orders", 3, nil)
 	ObserveSend(h, "orders", 700, errors.New("disk full"))
 	ObserveSend(h, "no-such-topic", 1, engine.ErrTopicNotFound)
