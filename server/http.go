@@ -4,15 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/server/console"
 	"github.com/karmanmq/karman/server/metrics"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// httpServer returns the server for /healthz and /metrics.
+// httpServer returns the server for /healthz, /metrics and the API
+// (package console) under /api/v1/.
 func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -20,9 +23,22 @@ func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		Registry: ms.Registry,
 	}))
+	addrs := map[string]string{}
+	for name, a := range s.addrs { // bound before the HTTP server is made
+		addrs[name] = a.String()
+	}
+	mux.Handle(console.Prefix, console.New(console.Options{
+		Engine:  s.withEngine,
+		Version: s.o.Version,
+		Cluster: flagValue(s.o, "broker-cluster", "DefaultCluster"),
+		Broker:  flagValue(s.o, "broker-name", "broker-a"),
+		Addrs:   func() map[string]string { return maps.Clone(addrs) },
+		Started: time.Now(),
+		Logger:  s.log.With("component", "api"),
+	}))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "karman %s\n\n/healthz  200 once ready, 503 while starting, stopping or refusing writes (disk full or failed), JSON\n/metrics  Prometheus metrics\n", s.o.Version)
+		fmt.Fprintf(w, "karman %s\n\n/healthz  200 once ready, 503 while starting, stopping or refusing writes (disk full or failed), JSON\n/metrics  Prometheus metrics\n/api/v1/  JSON API (/api/v1/openapi.yaml describes it)\n", s.o.Version)
 	})
 	return &http.Server{
 		Handler:           mux,
