@@ -85,20 +85,20 @@ func New(o Options) *API {
 		return hook.Cluster(o.Cluster)
 	}
 	routes := map[string]route{
-		"GET /api/v1/overview":                                  {hook.ActionGet, cluster, a.overview},
-		"GET /api/v1/topics":                                    {hook.ActionList, cluster, a.listTopics},
-		"POST /api/v1/topics":                                   {hook.ActionCreate, func(r *http.Request) hook.Resource { return hook.Topic("") }, a.createTopic},
-		"GET /api/v1/topics/{topic}":                            {hook.ActionGet, topic, a.getTopic},
-		"PUT /api/v1/topics/{topic}":                            {hook.ActionUpdate, topic, a.updateTopic},
-		"DELETE /api/v1/topics/{topic}":                         {hook.ActionDelete, topic, a.deleteTopic},
-		"GET /api/v1/topics/{topic}/queues/{queue}/messages":    {hook.ActionGet, topic, a.browse},
-		"GET /api/v1/groups":                                    {hook.ActionList, cluster, a.listGroups},
-		"GET /api/v1/groups/{group}":                            {hook.ActionGet, group, a.getGroup},
-		"POST /api/v1/groups/{group}/reset-offset":              {hook.ActionUpdate, group, a.resetOffset},
-		"GET /api/v1/groups/{group}/dead-letters":               {hook.ActionGet, group, a.deadLetters},
-		"POST /api/v1/groups/{group}/dead-letters/{id}/resend":  {hook.ActionUpdate, group, a.resend},
-		"GET /api/v1/messages/{id}":                             {hook.ActionGet, msgTopic, a.messageByID},
-		"GET /api/v1/messages":                                  {hook.ActionGet, msgTopic, a.findMessages},
+		"GET /api/v1/overview":                                 {hook.ActionGet, cluster, a.overview},
+		"GET /api/v1/topics":                                   {hook.ActionList, cluster, a.listTopics},
+		"POST /api/v1/topics":                                  {hook.ActionCreate, func(r *http.Request) hook.Resource { return hook.Topic("") }, a.createTopic},
+		"GET /api/v1/topics/{topic}":                           {hook.ActionGet, topic, a.getTopic},
+		"PUT /api/v1/topics/{topic}":                           {hook.ActionUpdate, topic, a.updateTopic},
+		"DELETE /api/v1/topics/{topic}":                        {hook.ActionDelete, topic, a.deleteTopic},
+		"GET /api/v1/topics/{topic}/queues/{queue}/messages":   {hook.ActionGet, topic, a.browse},
+		"GET /api/v1/groups":                                   {hook.ActionList, cluster, a.listGroups},
+		"GET /api/v1/groups/{group}":                           {hook.ActionGet, group, a.getGroup},
+		"POST /api/v1/groups/{group}/reset-offset":             {hook.ActionUpdate, group, a.resetOffset},
+		"GET /api/v1/groups/{group}/dead-letters":              {hook.ActionGet, group, a.deadLetters},
+		"POST /api/v1/groups/{group}/dead-letters/{id}/resend": {hook.ActionUpdate, group, a.resend},
+		"GET /api/v1/messages/{id}":                            {hook.ActionGet, msgTopic, a.messageByID},
+		"GET /api/v1/messages":                                 {hook.ActionGet, msgTopic, a.findMessages},
 	}
 	for pattern, rt := range routes {
 		a.mux.Handle(pattern, a.wrap(rt))

@@ -284,4 +284,3 @@ func (a *API) deleteTopic(r *request) (any, error) {
 	}
 	return Deleted{Deleted: name}, nil
 }
-
