@@ -229,8 +229,10 @@ func (a *API) createTopic(r *request) (any, error) {
 	if err := s.apply(&t); err != nil {
 		return nil, err
 	}
-	if err := r.eng.CreateTopic(t); err != nil {
+	if _, isNew, err := r.eng.EnsureTopic(t); err != nil {
 		return nil, err
+	} else if !isNew {
+		return nil, &Error{Status: 409, Code: "TOPIC_EXISTS", Message: "topic " + t.Name + " already exists; change it with PUT"}
 	}
 	got, err := a.getTopic(r.withPath("topic", s.Name))
 	return created{got}, err
