@@ -232,6 +232,9 @@ func TestAPI(t *testing.T) {
 	}
 	send(10, "k")
 	afterSends := time.Now().UnixMilli()
+	if err := srv.Engine().WaitDispatched(ctx); err != nil { // pullable
+		t.Fatal(err)
+	}
 
 	tp := ok[console.Topic](t, call(t, "GET", api+"/topics/orders", nil), "get orders")
 	if tp.MessagesIn != 10 || tp.Depth != 10 || len(tp.Queues) != 2 || tp.Queues[0].MaxOffset+tp.Queues[1].MaxOffset != 10 || tp.Queues[0].LastStored < beforeSends {

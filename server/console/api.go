@@ -330,5 +330,8 @@ func parseTime(name, s string) (int64, error) {
 	if err != nil {
 		return 0, badRequest("%s=%q: want milliseconds since the epoch or an RFC 3339 time (2006-01-02T15:04:05Z)", name, s)
 	}
+	if t.UnixMilli() < 0 {
+		return 0, badRequest("%s=%q: a time is not before 1970", name, s)
+	}
 	return t.UnixMilli(), nil
 }
