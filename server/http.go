@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -15,7 +14,8 @@ import (
 )
 
 // httpServer returns the server for /healthz, /metrics and the API
-// (package console) under /api/v1/.
+// (package console) under /api/v1/, and the web console at / (its
+// assets under /ui/).
 func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -36,10 +36,9 @@ func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 		Started: time.Now(),
 		Logger:  s.log.With("component", "api"),
 	}))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "karman %s\n\n/healthz  200 once ready, 503 while starting, stopping or refusing writes (disk full or failed), JSON\n/metrics  Prometheus metrics\n/api/v1/  JSON API (/api/v1/openapi.yaml describes it)\n", s.o.Version)
-	})
+	ui := console.UI()
+	mux.Handle("GET /{$}", ui)
+	mux.Handle("GET /ui/", ui)
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
