@@ -121,7 +121,7 @@ async function overview() {
     document.getElementById("node").textContent = `${o.cluster} / ${o.broker} (${o.role}) · karman ${o.version}`;
     const card = (k, v) => el("div", { class: "card" }, el("div", { class: "muted" }, k), el("div", { class: "v" }, v));
     cards.replaceChildren(
-      card("Topics", fmt(o.topics)), card("Consumer groups", fmt(o.groups)), card("Consumers online", fmt(o.consumersOnline)),
+      card("Topics (system ones too)", fmt(o.topics)), card("Consumer groups", fmt(o.groups)), card("Consumers online", fmt(o.consumersOnline)),
       card("Messages stored", fmt(o.messages.stored)), card("Disk", o.disk.state + (o.disk.reason ? ": " + o.disk.reason : "")),
       card("Commit log", bytes(o.disk.logBytes)),
       el("div", { class: "card" }, el("div", { class: "muted" }, "Front-ends"),
@@ -229,6 +229,7 @@ async function group(name) {
   async function load() {
     let g;
     try { g = await api("GET", path); } catch (e) { info.replaceChildren(errorBox(e)); return; }
+    for (const k of ["members", "subscriptions", "topics", "queues"]) g[k] = g[k] || []; // left out when empty
     lag.add(Date.now(), [g.lag]);
     const chosen = topicSel.value;
     topicSel.replaceChildren(...g.topics.map((t) => el("option", { value: t.topic, selected: t.topic === chosen }, t.topic)));
