@@ -141,7 +141,8 @@ func TestAPI(t *testing.T) {
 	ctx := context.Background()
 
 	ov := ok[console.Overview](t, call(t, "GET", api+"/overview", nil), "overview")
-	if ov.Addrs["broker"] != srv.Addr("broker").String() || ov.Addrs["http"] == "" || ov.Disk.State != "ok" || ov.Role != "master" || ov.Cluster != "DefaultCluster" || ov.Broker != "broker-a" {
+	if ov.Addrs["broker"] != srv.Addr("broker").String() || ov.Addrs["http"] == "" || ov.Disk.State != "ok" || ov.Role != "master" || ov.Cluster != "DefaultCluster" || ov.Broker != "broker-a" ||
+		!slices.Contains(ov.Modules, "frontend.remoting") || !slices.Contains(ov.Modules, "frontend.namesrv") {
 		t.Errorf("overview = %+v", ov)
 	}
 
@@ -398,6 +399,9 @@ func TestAPI(t *testing.T) {
 	res := ok[console.Resent](t, call(t, "POST", api+"/groups/billing/dead-letters/"+ids[5]+"/resend", nil), "resend")
 	if res.Topic != "orders" || res.ID != ids[5] {
 		t.Errorf("resend = %+v", res)
+	}
+	if err := srv.Engine().WaitDispatched(ctx); err != nil { // the resent message is pullable
+		t.Fatal(err)
 	}
 	if g := ok[console.Group](t, call(t, "GET", api+"/groups/billing", nil), "after resend"); g.Lag != 1 {
 		t.Errorf("lag after the resend = %d, want the resent message", g.Lag)

@@ -27,7 +27,12 @@ func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 	for name, a := range s.addrs { // bound before the HTTP server is made
 		addrs[name] = a.String()
 	}
+	var modules []string
+	for _, m := range s.mods {
+		modules = append(modules, string(info(m).ID))
+	}
 	mux.Handle(console.Prefix, console.New(console.Options{
+		Modules: modules,
 		Engine:  s.withEngine,
 		Version: s.o.Version,
 		Cluster: flagValue(s.o, "broker-cluster", "DefaultCluster"),

@@ -41,6 +41,8 @@ type Options struct {
 	// Addrs returns the bound address of each listener by module name
 	// ("broker", "grpc", "http", ...), for the overview. Optional.
 	Addrs func() map[string]string
+	// Modules are the ids of the server's modules, in start order.
+	Modules []string
 	// Started is when the server started, for the overview's uptime.
 	Started time.Time
 	// Logger receives a record per failed request that is not the

@@ -18,14 +18,16 @@ type Overview struct {
 	Role string `json:"role"`
 	// Addrs are the bound addresses by front-end ("broker", "grpc",
 	// "namesrv", "http").
-	Addrs    map[string]string `json:"addrs"`
-	At       int64             `json:"at"`      // ms since the epoch
-	Started  int64             `json:"started"` // ms since the epoch
-	Topics   int               `json:"topics"`
-	Groups   int               `json:"groups"`
-	Online   int               `json:"consumersOnline"`
-	Messages Totals            `json:"messages"`
-	Disk     Disk              `json:"disk"`
+	Addrs map[string]string `json:"addrs"`
+	// Modules are the ids of the server's modules, in start order.
+	Modules  []string `json:"modules"`
+	At       int64    `json:"at"`      // ms since the epoch
+	Started  int64    `json:"started"` // ms since the epoch
+	Topics   int      `json:"topics"`
+	Groups   int      `json:"groups"`
+	Online   int      `json:"consumersOnline"`
+	Messages Totals   `json:"messages"`
+	Disk     Disk     `json:"disk"`
 }
 
 // Totals are message counters since the server started, over user and
@@ -52,7 +54,7 @@ func (a *API) overview(r *request) (any, error) {
 	st := r.eng.Stats()
 	o := Overview{
 		Version: a.o.Version, Cluster: a.o.Cluster, Broker: a.o.Broker, Role: "master",
-		Addrs: map[string]string{}, At: time.Now().UnixMilli(), Started: a.o.Started.UnixMilli(),
+		Addrs: map[string]string{}, Modules: append([]string{}, a.o.Modules...), At: time.Now().UnixMilli(), Started: a.o.Started.UnixMilli(),
 		Topics: len(st.Topics),
 		Disk: Disk{State: "ok", LogBytes: st.DiskBytes, FileSystemUsed: st.FileSystemUsed, FileSystemTotal: st.FileSystemTotal,
 			DispatchLag: max(st.LogEndOffset-st.DispatchedOffset, 0)},

@@ -125,7 +125,8 @@ async function overview() {
       card("Messages stored", fmt(o.messages.stored)), card("Disk", o.disk.state + (o.disk.reason ? ": " + o.disk.reason : "")),
       card("Commit log", bytes(o.disk.logBytes)),
       el("div", { class: "card" }, el("div", { class: "muted" }, "Front-ends"),
-        Object.keys(o.addrs).sort().map((k) => el("div", {}, `${k}: ${o.addrs[k]}`))));
+        Object.keys(o.addrs).sort().map((k) => el("div", {}, `${k}: ${o.addrs[k]}`))),
+      el("div", { class: "card" }, el("div", { class: "muted" }, "Modules"), (o.modules || []).map((m) => el("div", {}, m))));
     if (last && o.at > last.at) {
       const s = (o.at - last.at) / 1000;
       rates.add(o.at, [Math.max(0, (o.messages.in - last.messages.in) / s), Math.max(0, (o.messages.out - last.messages.out) / s)]);
