@@ -21,6 +21,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/hook"
+	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/server"
 	"github.com/karmanmq/karman/server/console"
@@ -443,6 +444,9 @@ func (apiAuth) Authorize(_ context.Context, p hook.Principal, a hook.Action, r h
 	if p.Name == "viewer" && a != hook.ActionGet && a != hook.ActionList {
 		return &hook.AuthError{Kind: hook.ErrDenied, Reason: fmt.Sprintf("%s may not %s %s", p.Name, a, r)}
 	}
+	if p.Name == "viewer" && strings.HasPrefix(r.Name, "secret") {
+		return &hook.AuthError{Kind: hook.ErrDenied, Reason: fmt.Sprintf("%s may not see %s", p.Name, r)}
+	}
 	return nil
 }
 
@@ -452,7 +456,7 @@ func TestAPIAuth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server")
 	}
-	_, api := startAPIServer(t, apiAuth{})
+	srv, api := startAPIServer(t, apiAuth{})
 	noAuth := call(t, "GET", api+"/topics", nil)
 	apiError(t, noAuth, 401, "UNAUTHENTICATED", "unknown user")
 	if !strings.HasPrefix(noAuth.header.Get("WWW-Authenticate"), "Basic") {
@@ -464,6 +468,32 @@ func TestAPIAuth(t *testing.T) {
 	ok[console.Topic](t, call(t, "POST", api+"/topics", map[string]any{"name": "t1"}, "admin", "secret"), "admin creates")
 	apiError(t, call(t, "DELETE", api+"/topics/t1", nil, "viewer", "look"), 403, "FORBIDDEN", "viewer may not Delete Topic:t1")
 	ok[console.Deleted](t, call(t, "DELETE", api+"/topics/t1", nil, "admin", "secret"), "admin deletes")
+
+	// The viewer sees only what it may read.
+	ok[console.Topic](t, call(t, "POST", api+"/topics", map[string]any{"name": "open"}, "admin", "secret"), "create open")
+	ok[console.Topic](t, call(t, "POST", api+"/topics", map[string]any{"name": "secret-plans"}, "admin", "secret"), "create secret-plans")
+	names := func(l console.TopicList) (out []string) {
+		for _, tp := range l.Topics {
+			out = append(out, tp.Name)
+		}
+		return out
+	}
+	if got := names(ok[console.TopicList](t, call(t, "GET", api+"/topics", nil, "viewer", "look"), "viewer lists")); !slices.Equal(got, []string{"open"}) {
+		t.Errorf("the viewer lists %v, want open only", got)
+	}
+	if got := names(ok[console.TopicList](t, call(t, "GET", api+"/topics", nil, "admin", "secret"), "admin lists")); !slices.Equal(got, []string{"open", "secret-plans"}) {
+		t.Errorf("admin lists %v", got)
+	}
+	apiError(t, call(t, "GET", api+"/topics/secret-plans", nil, "viewer", "look"), 403, "FORBIDDEN", "viewer may not see Topic:secret-plans")
+	res, err := srv.Engine().Send(context.Background(), &message.Message{Topic: "secret-plans", Body: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Engine().WaitDispatched(context.Background()); err != nil { // indexed by id
+		t.Fatal(err)
+	}
+	apiError(t, call(t, "GET", api+"/messages/"+res.MsgID, nil, "viewer", "look"), 403, "FORBIDDEN", "secret-plans")
+	ok[console.Message](t, call(t, "GET", api+"/messages/"+res.MsgID, nil, "admin", "secret"), "admin reads the message")
 }
 
 // TestAPIScale times the list and overview calls with 1,000 topics and

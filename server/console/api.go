@@ -181,6 +181,21 @@ func (a *API) wrap(rt route) http.Handler {
 	})
 }
 
+// may reports whether the caller may read r: always without
+// Authenticators and Authorizers, else as the Authorizers decide for the
+// request's principal (ActionGet). Lists show only what it allows.
+func (r *request) may(res hook.Resource) bool {
+	set := r.eng.Hooks()
+	if !set.Guarded() {
+		return true
+	}
+	var p hook.Principal
+	if c, ok := hook.FromContext(r.Context()); ok {
+		p = c.Principal
+	}
+	return set.Authorize(r.Context(), p, hook.ActionGet, res) == nil
+}
+
 // Protocol is the hook.Credentials.Protocol of API requests.
 const Protocol = "http"
 

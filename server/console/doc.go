@@ -28,7 +28,9 @@
 // (hook.Credentials with Protocol "http", Username and Password, the
 // Authorization header in Fields) and authorized as an administration
 // action: List or Get on the cluster, Create, Update, Delete or Get on the
-// topic or group named in the path.
+// topic or group named in the path. Lists (topics, groups, a topic's
+// groups) leave out what the principal may not Get, and a message found by
+// id is refused unless its topic may be read.
 //
 // # Concurrency
 //

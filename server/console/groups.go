@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 )
@@ -205,7 +206,7 @@ func (a *API) listGroups(r *request) (any, error) {
 	cfg, names := groupNames(r.eng)
 	out := GroupList{Groups: []Group{}}
 	for _, n := range names {
-		if !all && isSystemGroup(n) {
+		if !all && isSystemGroup(n) || !r.may(hook.Group(n)) {
 			continue
 		}
 		g, err := groupOf(r.eng, n, cfg[n], false)

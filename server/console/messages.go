@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"errors"
 	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 )
 
@@ -189,6 +191,9 @@ func (a *API) messageByID(r *request) (any, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !r.may(hook.Topic(m.Topic)) {
+		return nil, &Error{Status: http.StatusForbidden, Code: "FORBIDDEN", Message: "denied: the message is in topic " + m.Topic + ", which you may not read"}
 	}
 	return messageOf(m), nil
 }

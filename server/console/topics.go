@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 )
@@ -115,7 +116,7 @@ func (a *API) listTopics(r *request) (any, error) {
 	out := TopicList{Topics: []Topic{}}
 	for _, t := range r.eng.Topics() {
 		tp := topicOf(t, stats[t.Name])
-		if tp.System && !all {
+		if tp.System && !all || !r.may(hook.Topic(t.Name)) {
 			continue
 		}
 		out.Topics = append(out.Topics, tp)
@@ -165,11 +166,15 @@ func (a *API) getTopic(r *request) (any, error) {
 		}
 		out.Queues = append(out.Queues, qi)
 	}
-	if out.Groups, err = r.eng.GroupsConsuming(name); err != nil {
+	groups, err := r.eng.GroupsConsuming(name)
+	if err != nil {
 		return nil, err
 	}
-	if out.Groups == nil {
-		out.Groups = []string{}
+	out.Groups = []string{}
+	for _, g := range groups {
+		if r.may(hook.Group(g)) {
+			out.Groups = append(out.Groups, g)
+		}
 	}
 	return out, nil
 }
