@@ -100,6 +100,7 @@ func New(o Options) *API {
 		"GET /api/v1/groups/{group}/dead-letters":              {hook.ActionGet, group, a.deadLetters},
 		"POST /api/v1/groups/{group}/dead-letters/{id}/resend": {hook.ActionUpdate, group, a.resend},
 		"GET /api/v1/messages/{id}":                            {hook.ActionGet, msgTopic, a.messageByID},
+		"GET /api/v1/messages/{id}/history":                    {hook.ActionGet, msgTopic, a.history},
 		"GET /api/v1/messages":                                 {hook.ActionGet, msgTopic, a.findMessages},
 	}
 	for pattern, rt := range routes {

@@ -266,7 +266,7 @@ function bodyBytes(m) {
   return new TextEncoder().encode(m.body);
 }
 function showMessage(m, into) {
-  const body = el("pre", {});
+  const body = el("pre", {}), hist = el("div", {}, el("p", { class: "muted" }, "Loading…"));
   const mode = el("select", { "aria-label": "body view", onchange: () => render() }, ["text", "json", "hex"].map((v) => el("option", { value: v }, v)));
   function render() {
     if (mode.value === "hex") {
@@ -289,7 +289,12 @@ function showMessage(m, into) {
       ["reconsume times", m.reconsumeTimes], ["dead letter of", m.deadLetterOrigin || "-"],
     ].map(([k, v]) => el("tr", {}, cell(k), cell(v)))),
     el("h2", {}, "Properties"), table(["Name", "Value"], props.map((k) => el("tr", {}, cell(k), cell(m.properties[k])))),
-    el("h2", {}, `Body (${m.bodySize} bytes${m.bodyTruncated ? ", cut" : ""}) `, mode), body);
+    el("h2", {}, `Body (${m.bodySize} bytes${m.bodyTruncated ? ", cut" : ""}) `, mode), body,
+    el("h2", {}, "History"), hist);
+  api("GET", `/messages/${encodeURIComponent(m.id)}/history?topic=${encodeURIComponent(m.topic)}`).then((h) => {
+    hist.replaceChildren(table(["When", "What", "Group", "Topic", "Detail"], h.events.map((e) => el("tr", { "data-event": e.kind },
+      cell(when(e.at)), cell(e.kind), cell(e.group || "-"), cell(e.topic), cell(e.detail)))));
+  }, (e) => hist.replaceChildren(errorBox(e)));
 }
 function messageTable(ms, detail) {
   return table(["Id", "Topic", "Queue#", "Offset#", "Stored", "Tags", "Keys", "Body"], ms.map((m) => el("tr", {},
