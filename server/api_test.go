@@ -564,8 +564,12 @@ func TestAPIScale(t *testing.T) {
 	}
 	base := strings.TrimSuffix(api, "/api/v1")
 	for _, path := range []string{"/api/v1/overview", "/api/v1/topics", "/api/v1/groups", "/api/v1/topics/topic-0500", "/api/v1/groups/group-0500", "/metrics"} {
+		rounds, cpuRounds := 5, 20
+		if raceEnabled {
+			rounds, cpuRounds = 1, 1
+		}
 		var times []time.Duration
-		for range 5 {
+		for range rounds {
 			start := time.Now()
 			c := call(t, "GET", base+path, nil)
 			times = append(times, time.Since(start))
@@ -574,16 +578,16 @@ func TestAPIScale(t *testing.T) {
 			}
 		}
 		slices.Sort(times)
+		median := times[len(times)/2]
 		cpu := cpuTime(t)
-		const n = 20
-		for range n {
+		for range cpuRounds {
 			call(t, "GET", base+path, nil)
 		}
-		perCall := (cpuTime(t) - cpu) / n
+		perCall := (cpuTime(t) - cpu) / time.Duration(cpuRounds)
 		t.Logf("GET %s with 1000 topics and 1000 groups: median %v, max %v; CPU %v a call (server and client), %.2f%% of a core polled every 2 s",
-			path, times[2], times[4], perCall, 100*perCall.Seconds()/2)
-		if times[2] > 2*time.Second {
-			t.Errorf("GET %s took %v", path, times[2])
+			path, median, times[len(times)-1], perCall, 100*perCall.Seconds()/2)
+		if median > 2*time.Second && !raceEnabled {
+			t.Errorf("GET %s took %v", path, median)
 		}
 	}
 }
