@@ -150,14 +150,15 @@ func compileUser(u User) (*compiled, error) {
 
 // Authenticate implements hook.Authenticator: a remoting or gRPC request
 // must be signed with its user's secret (a gRPC one also dated within
-// the clock skew); an MQTT client's password must be its user's secret.
-// The user must exist and be enabled.
+// the clock skew); the password of an MQTT client, or of an HTTP API
+// caller (Basic), must be its user's secret. The user must exist and be
+// enabled.
 func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) {
 	s := a.snap.Load()
 	if s == nil {
 		return hook.Principal{}, a.refuseAuth(c, "", hook.Unauthenticated("the access-control list is not loaded yet"))
 	}
-	if c.Protocol == "mqtt" {
+	if c.Protocol == "mqtt" || c.Protocol == "http" {
 		u := s.users[c.Username]
 		if c.Username == "" {
 			return hook.Principal{}, a.refuseAuth(c, "", hook.Unauthenticated("no username"))

@@ -412,6 +412,8 @@ func TestAuthenticate(t *testing.T) {
 		{"mqtt unknown", mqtt("ghost", "appsecret"), "bad username or password"},
 		{"mqtt no user", mqtt("", ""), "no username"},
 		{"mqtt disabled", mqtt("off", "offsecret"), "disabled"},
+		{"http basic ok", &hook.Credentials{Protocol: "http", Username: "app", Password: []byte("appsecret")}, ""},
+		{"http basic wrong", &hook.Credentials{Protocol: "http", Username: "app", Password: []byte("nope")}, "bad username or password"},
 	} {
 		p, err := a.Authenticate(ctx, tc.c)
 		if tc.want == "" {
@@ -431,11 +433,11 @@ func TestAuthenticate(t *testing.T) {
 		t.Errorf("no audit line for the wrong secret:\n%s", logs.String())
 	}
 	by, unlogged := a.Refusals()
-	if by[0].Unauthenticated != 5 || by[1].Unauthenticated != 4 || by[2].Unauthenticated != 4 {
+	if by[0].Unauthenticated != 5 || by[1].Unauthenticated != 4 || by[2].Unauthenticated != 4 || by[3].Unauthenticated != 1 {
 		t.Errorf("refusals = %+v", by)
 	}
-	if unlogged != 13-AuditBurst { // 13 refusals within one second of the fixed clock
-		t.Errorf("unlogged = %d, want %d", unlogged, 13-AuditBurst)
+	if unlogged != 14-AuditBurst { // 14 refusals within one second of the fixed clock
+		t.Errorf("unlogged = %d, want %d", unlogged, 14-AuditBurst)
 	}
 }
 
