@@ -145,8 +145,10 @@ func (l *Log) writeFrames(off int64, data []byte) (int64, error) {
 	cur := l.active.base + int64(l.pos)
 	next := l.active.base + l.segSize
 	switch {
-	case off == cur:
+	case off == cur && (len(data) == 0 || int64(l.pos)+int64(len(data)) <= l.segSize):
 	case off == next:
+		// (A segment the master filled to the byte ends where the next
+		// begins: cur == next, and the frames go to the next.)
 		if err := l.roll(); err != nil {
 			return l.end.Load(), err
 		}

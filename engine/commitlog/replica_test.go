@@ -341,3 +341,22 @@ func FuzzCheckFrames(f *testing.F) {
 		}
 	})
 }
+
+// A segment filled to its last byte ends where the next one begins; the
+// replica moves on to the next as the master did.
+func TestReplicateFullSegment(t *testing.T) {
+	o := &Options{SegmentSize: MinSegmentSize}
+	master := openLog(t, t.TempDir(), o)
+	replica := openLog(t, t.TempDir(), o)
+	// Two records that fill the segment exactly, then one more.
+	half := MinSegmentSize/2 - headerSize
+	appendOne(t, master, payload(1, half))
+	appendOne(t, master, payload(2, half))
+	if master.EndOffset() != MinSegmentSize {
+		t.Fatalf("end %d, want the segment full", master.EndOffset())
+	}
+	replicate(t, master, replica, 1<<20)
+	appendOne(t, master, payload(3, 100))
+	replicate(t, master, replica, 1<<20)
+	sameLog(t, master, replica)
+}
