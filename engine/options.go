@@ -152,6 +152,11 @@ type Options struct {
 	// point costs a length check.
 	Hooks []any
 
+	// Replica opens the engine as a replica of its broker group (see
+	// Replicate): writes are refused with ErrNotMaster until Promote.
+	// Default false: the engine is a master, as a single broker is.
+	Replica bool
+
 	// statfs, when set, replaces the file-system query of the disk
 	// monitor (tests).
 	statfs func(dir string) (used, total uint64, err error)

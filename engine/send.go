@@ -146,6 +146,9 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 	if err := e.refuseSend(); err != nil {
 		return err
 	}
+	if e.Role() != RoleMaster {
+		return fmt.Errorf("%w: this broker is a replica, send to the master", ErrNotMaster)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -362,7 +365,13 @@ func (e *Engine) appendLog(s *sendState) error {
 	if err := e.refuseWrite(); err != nil {
 		return err
 	}
-	if err := e.log.Append(s.recs, s, s.offs); err != nil {
+	e.repl.mu.RLock()
+	err := e.checkMaster()
+	if err == nil {
+		err = e.log.Append(s.recs, s, s.offs)
+	}
+	e.repl.mu.RUnlock()
+	if err != nil {
 		return e.diskError(err)
 	}
 	if e.opts.AppendLatency != nil {
