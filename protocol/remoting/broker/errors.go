@@ -24,6 +24,10 @@ import (
 //   - A full or failed disk is SERVICE_NOT_AVAILABLE too, as Java's broker
 //     answers a put its store refuses; the remark says the disk is full
 //     (or failed) and how full.
+//   - A write to a replica (engine.ErrNotMaster) is SERVICE_NOT_AVAILABLE,
+//     as Java's broker answers a put to a slave's store: the Go and Java
+//     producers retry it on another broker, and the remark says the
+//     broker is a replica.
 //   - A refused message (empty, too large, bad properties, wrong type for
 //     the topic) is MESSAGE_ILLEGAL, which producers do not retry.
 //   - A reserved name (system topic, light queue) and a read- or
@@ -51,6 +55,7 @@ var errorCodes = []struct {
 	{engine.ErrClosed, wire.ServiceNotAvailable},
 	{engine.ErrDiskFull, wire.ServiceNotAvailable},
 	{engine.ErrDiskFailed, wire.ServiceNotAvailable},
+	{engine.ErrNotMaster, wire.ServiceNotAvailable},
 	{errNotSupported, wire.RequestCodeNotSupported},
 	{errSubscriptionMissing, wire.SubscriptionNotExist},
 	{errSubscriptionParse, wire.SubscriptionParseFailed},
