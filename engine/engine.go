@@ -72,7 +72,8 @@ type Engine struct {
 
 	hooks hook.Set // Options.Hooks by kind
 
-	repl replication // role, epochs
+	repl     replication // role, epochs
+	appended notifier    // broadcast after each append to the log
 
 	closed  atomic.Bool
 	closing chan struct{}

@@ -156,6 +156,10 @@ type Options struct {
 	// Replicate): writes are refused with ErrNotMaster until Promote.
 	// Default false: the engine is a master, as a single broker is.
 	Replica bool
+	// Replicator, when set, makes a master's sends wait for its
+	// replicas (sync replication): see Replicator. Default none: a send
+	// is acknowledged once stored here.
+	Replicator Replicator
 
 	// statfs, when set, replaces the file-system query of the disk
 	// monitor (tests).

@@ -35,6 +35,72 @@ var (
 	ErrLogTruncated = errors.New("engine: commit log truncated")
 )
 
+// Errors of sync replication, returned by a Replicator and passed on by
+// Send.
+var (
+	// ErrInSyncReplicasNotEnough: too few replicas are in sync for a
+	// write to be acknowledged; it was refused before anything was
+	// stored, and may be sent again.
+	ErrInSyncReplicasNotEnough = errors.New("engine: in-sync replicas not enough")
+	// ErrReplicaTimeout: the message is stored here but not enough
+	// replicas confirmed it in time. Send returns its result with this
+	// error: it may be delivered, and sending it again may duplicate it.
+	ErrReplicaTimeout = errors.New("engine: replicas did not confirm the message in time")
+)
+
+// Replicator is the engine's view of sync replication in a broker group
+// (package cluster/ha implements it). Send calls CheckWrite before it
+// stores anything, and WaitReplicated with the end of the records it
+// stored before it acknowledges them. Writes the engine makes itself
+// (timers falling due, retries) do not wait.
+type Replicator interface {
+	// CheckWrite returns an error matching ErrInSyncReplicasNotEnough
+	// when a write must be refused now.
+	CheckWrite() error
+	// WaitReplicated returns once enough members of the group hold the
+	// log below end, or an error matching ErrReplicaTimeout (or ctx's).
+	WaitReplicated(ctx context.Context, end int64) error
+}
+
+// WaitsForReplicas reports whether sends may wait for replicas
+// (Options.Replicator is set): front-ends that answer on their reading
+// goroutine hand such sends off, as they do with FlushSync.
+func (e *Engine) WaitsForReplicas() bool { return e.opts.Replicator != nil }
+
+// WaitAppended returns once the commit log ends past off (something was
+// appended or replicated at or after off), or ctx ends, or the engine
+// closes (ErrClosed). Unlike Follow it does not wait for the dispatcher:
+// a master streams records to its replicas as soon as they are written.
+func (e *Engine) WaitAppended(ctx context.Context, off int64) error {
+	for {
+		ch := e.appended.Wait()
+		if e.log.EndOffset() > off {
+			return nil
+		}
+		if err := e.checkOpen(); err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.closing:
+			return ErrClosed
+		}
+	}
+}
+
+// replicated waits for the replicas to hold s's records, when a
+// Replicator asks for it.
+func (e *Engine) replicated(ctx context.Context, s *sendState) error {
+	r := e.opts.Replicator
+	if r == nil || len(s.offs) == 0 {
+		return nil
+	}
+	last := len(s.offs) - 1
+	return r.WaitReplicated(ctx, s.offs[last]+commitlog.FrameSize(len(s.recs[last])))
+}
+
 // Role is what an engine is in its broker group.
 type Role int32
 
@@ -235,6 +301,7 @@ func (e *Engine) Replicate(ep epoch.Entry, off int64, frames []byte) (int64, err
 		return end, fmt.Errorf("engine: replicate at %d: %w", off, e.diskError(err))
 	}
 	e.disp.notify()
+	e.appended.Broadcast()
 	return end, nil
 }
 

@@ -83,6 +83,12 @@ func (s *sendState) reset() {
 // Send stores m in a queue of its topic chosen by the engine: by the hash of
 // the message group (__SHARDINGKEY) when it has one, else round-robin. m is
 // not modified; a client message id is generated when it has none.
+//
+// On a replica it fails with ErrNotMaster. With Options.Replicator (sync
+// replication) it refuses with ErrInSyncReplicasNotEnough before storing,
+// and waits for the replicas after: a valid result with an error
+// matching ErrReplicaTimeout means stored here but not confirmed by
+// enough replicas.
 func (e *Engine) Send(ctx context.Context, m *message.Message) (SendResult, error) {
 	return e.SendToQueue(ctx, m, AnyQueue)
 }
@@ -96,7 +102,7 @@ func (e *Engine) SendToQueue(ctx context.Context, m *message.Message, queueID in
 	if err := e.append(ctx, s, msgs[:], queueID); err != nil {
 		return SendResult{}, err
 	}
-	return s.result(0, e.opts.StoreHost), nil
+	return s.result(0, e.opts.StoreHost), e.replicated(ctx, s)
 }
 
 // SendBatch stores msgs, which must share one topic, contiguously in one
@@ -115,7 +121,7 @@ func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID
 	for i := range out {
 		out[i] = s.result(i, e.opts.StoreHost)
 	}
-	return out, nil
+	return out, e.replicated(ctx, s)
 }
 
 func (e *Engine) put(s *sendState) {
@@ -148,6 +154,11 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 	}
 	if e.Role() != RoleMaster {
 		return fmt.Errorf("%w: this broker is a replica, send to the master", ErrNotMaster)
+	}
+	if r := e.opts.Replicator; r != nil {
+		if err := r.CheckWrite(); err != nil {
+			return err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -374,6 +385,7 @@ func (e *Engine) appendLog(s *sendState) error {
 	if err != nil {
 		return e.diskError(err)
 	}
+	e.appended.Broadcast()
 	if e.opts.AppendLatency != nil {
 		e.opts.AppendLatency(time.Since(start))
 	}
