@@ -1,8 +1,9 @@
 // Package standard imports the standard set of modules of the karman
 // binary, each of which registers itself with server.Default:
 // frontend.namesrv (the RocketMQ name server), frontend.remoting (the
-// remoting broker), frontend.grpc (the RocketMQ 5 gRPC endpoint) and
-// plugin.process (process plugins given with --plugin).
+// remoting broker), frontend.grpc (the RocketMQ 5 gRPC endpoint),
+// cluster.ha (replication, with --ha-role) and plugin.process (process
+// plugins given with --plugin).
 //
 // A custom binary imports it (blank) to get them all, or imports the
 // module packages it wants one by one.
@@ -11,6 +12,7 @@ package standard
 import (
 	_ "github.com/karmanmq/karman/server/modules/broker"  // frontend.remoting
 	_ "github.com/karmanmq/karman/server/modules/grpc"    // frontend.grpc
+	_ "github.com/karmanmq/karman/server/modules/ha"      // cluster.ha
 	_ "github.com/karmanmq/karman/server/modules/namesrv" // frontend.namesrv
 	_ "github.com/karmanmq/karman/server/modules/plugin"  // plugin.process
 )

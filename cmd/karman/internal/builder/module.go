@@ -45,6 +45,7 @@ type StandardModule struct {
 // Standard lists the modules StandardPackage imports, by id. A test holds
 // it to the registry of a binary that imports StandardPackage.
 var Standard = []StandardModule{
+	{ID: "cluster.ha", Package: "github.com/karmanmq/karman/server/modules/ha"},
 	{ID: "frontend.grpc", Package: "github.com/karmanmq/karman/server/modules/grpc"},
 	{ID: "frontend.namesrv", Package: "github.com/karmanmq/karman/server/modules/namesrv"},
 	{ID: "frontend.remoting", Package: "github.com/karmanmq/karman/server/modules/broker"},

@@ -1,0 +1,27 @@
+// Package ha is the server module cluster.ha: replication of a broker
+// group's commit log (package cluster/ha). Importing it (blank)
+// registers the module with server.Default; its flags are named "ha".
+//
+// Without --ha-role the module does nothing: the server is a single
+// broker. With it, the role is fixed for the life of the process (the
+// controller, which will change roles on failover, is to come):
+//
+//	--ha-role                  "master" or "replica"; empty: no replication
+//	--ha-addr                  where a master serves its replicas (":10912")
+//	--ha-master                the master's --ha-addr, host:port (replica)
+//	--ha-replication           "async" (default) or "sync": a master's sends
+//	                           wait for --ha-min-insync-replicas members
+//	--ha-min-insync-replicas   members, the master included, that must hold a
+//	                           message before a sync send is acknowledged (2)
+//	--ha-ack-timeout           how long a sync send waits for them (3s); past
+//	                           it the producer gets FLUSH_SLAVE_TIMEOUT
+//
+// A replica's engine opens in replica mode (writes are refused with
+// SERVICE_NOT_AVAILABLE) and copies the master's log, which it
+// dispatches itself, so consumers may read from it. The group's name and
+// the segment size must agree with the master's; the master refuses a
+// replica whose do not. The master's listener is bound when the module
+// starts, not with the server's other listeners.
+//
+// Metadata (topics, groups, consumer offsets) is not replicated yet.
+package ha
