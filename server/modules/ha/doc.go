@@ -16,6 +16,12 @@
 //	--ha-ack-timeout           how long a sync send waits for them (3s); past
 //	                           it the producer gets FLUSH_SLAVE_TIMEOUT
 //
+// Each start of a master begins a new epoch (the last recorded + 1), so
+// that a failover by hand (the replica restarted with --ha-role master,
+// the old master returning with --ha-role replica) leaves the old master
+// something to compare: it cuts its log back to where the two agree
+// before it copies the new master's.
+//
 // A replica's engine opens in replica mode (writes are refused with
 // SERVICE_NOT_AVAILABLE) and copies the master's log, which it
 // dispatches itself, so consumers may read from it. The group's name and

@@ -170,6 +170,18 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 	m.cancel = cancel
 	switch c.Role {
 	case RoleMaster:
+		// Without a controller to number epochs, each start of a master
+		// begins the next one: a former replica started as master (a
+		// failover by hand) writes in an epoch its old master never had,
+		// which that one, returning as a replica, cuts back to.
+		next := uint32(1)
+		if eps := h.Engine.Epochs(); len(eps) > 0 {
+			next = eps[len(eps)-1].Epoch + 1
+		}
+		if err := h.Engine.Promote(ctx, next); err != nil {
+			cancel()
+			return fmt.Errorf("ha: start epoch %d: %w", next, err)
+		}
 		ln, err := net.Listen("tcp", c.Addr)
 		if err != nil {
 			cancel()
