@@ -12,6 +12,7 @@ import (
 
 	"github.com/karmanmq/karman/engine/epoch"
 	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
 )
 
 // copyLog replicates what master holds beyond replica's end into
@@ -331,5 +332,54 @@ func TestReplicaTimersWaitForPromotion(t *testing.T) {
 	got := waitMessages(t, replica, "T", 0, 1, 5*time.Second)
 	if string(got[0].Body) != "timed" {
 		t.Fatalf("delivered %q", got[0].Body)
+	}
+}
+
+func TestApplyMetadata(t *testing.T) {
+	ctx := context.Background()
+	master := openTest(t, t.TempDir(), nil)
+	defer master.Close()
+	replica := openTest(t, t.TempDir(), &Options{Replica: true})
+	defer replica.Close()
+	mustTopic(t, master, "T", 2)
+	if err := master.CreateGroup(meta.Group{Name: "g", MaxAttempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := master.SendToQueue(ctx, newMsg("T", "x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := master.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.CommitOffset("g", "T", 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	md, err := master.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := master.ApplyMetadata(md); !errors.Is(err, ErrNotReplica) {
+		t.Fatalf("ApplyMetadata on a master: %v, want ErrNotReplica", err)
+	}
+	for range 2 { // applying twice changes nothing more
+		if err := replica.ApplyMetadata(md); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tp, err := replica.Topic("T"); err != nil || tp.ReadQueues != 2 {
+		t.Fatalf("topic on the replica: %+v, %v", tp, err)
+	}
+	if g, err := replica.Group("g"); err != nil || g.MaxAttempts != 5 {
+		t.Fatalf("group on the replica: %+v, %v", g, err)
+	}
+	// The offset is ahead of what the replica holds: it is kept all the same.
+	if off, err := replica.ConsumerOffset("g", "T", 1); err != nil || off != 2 {
+		t.Fatalf("offset on the replica: %d, %v", off, err)
+	}
+	bad := Metadata{Topics: []meta.Topic{{Name: "bad topic name!", ReadQueues: 1, WriteQueues: 1}}, Offsets: md.Offsets}
+	if err := replica.ApplyMetadata(bad); err == nil {
+		t.Fatal("a topic with a bad name was applied")
 	}
 }
