@@ -304,3 +304,46 @@ func TestOldMasterReturns(t *testing.T) {
 		t.Fatalf("epochs %v and %v", a.Epochs(), b.Epochs())
 	}
 }
+
+// Topics, groups and consumer offsets reach the replica within the
+// metadata interval, and changes follow.
+func TestMetadataReachesReplica(t *testing.T) {
+	ctx := context.Background()
+	master := openEngine(t, engine.Options{})
+	replica := openEngine(t, engine.Options{Replica: true})
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.CreateTopic(meta.Topic{Name: "M", ReadQueues: 3, WriteQueues: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.CreateGroup(meta.Group{Name: "g", MaxAttempts: 7}); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := master.SendToQueue(ctx, &msg.Message{Topic: "M", Body: []byte("x")}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := master.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.CommitOffset("g", "M", 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMaster(MasterOptions{Logger: quiet, MetadataInterval: 50 * time.Millisecond})
+	follow(t, NewReplica(replica, ReplicaOptions{Logger: quiet}), serve(t, m, master))
+	eventually(t, "the topic, group and offset on the replica", func() bool {
+		tp, err1 := replica.Topic("M")
+		g, err2 := replica.Group("g")
+		off, err3 := replica.ConsumerOffset("g", "M", 2)
+		return err1 == nil && tp.ReadQueues == 3 && err2 == nil && g.MaxAttempts == 7 && err3 == nil && off == 3
+	})
+	if err := master.CommitOffset("g", "M", 2, 5); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new offset on the replica", func() bool {
+		off, err := replica.ConsumerOffset("g", "M", 2)
+		return err == nil && off == 5
+	})
+}

@@ -2,7 +2,9 @@ package ha
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +19,7 @@ import (
 
 // Log is what the master streams from; *engine.Engine is one.
 type Log interface {
+	Metadata() (engine.Metadata, error)
 	ReadFrames(off int64, dst []byte, max int) ([]byte, int64, error)
 	Epochs() []epoch.Entry
 	LogRange() (first, end int64)
@@ -54,6 +57,9 @@ type MasterOptions struct {
 	Timeout time.Duration
 	// BatchBytes bounds the log bytes of one transfer. Default 256 KiB.
 	BatchBytes int
+	// MetadataInterval is how often the master sends its topics, groups
+	// and consumer offsets when they changed. Default 1s.
+	MetadataInterval time.Duration
 	// Logger gets connection events. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -73,6 +79,9 @@ func (o *MasterOptions) ensureDefaults() {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
+	}
+	if o.MetadataInterval <= 0 {
+		o.MetadataInterval = time.Second
 	}
 	if o.BatchBytes <= 0 || o.BatchBytes > MaxFrames {
 		o.BatchBytes = 256 << 10
@@ -245,12 +254,20 @@ func (m *Master) readAcks(r *bufio.Reader, c net.Conn, l *link, log Log) error {
 
 // stream sends the log from off until the link fails.
 func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, log Log, off int64, errc <-chan error) error {
-	var buf, out []byte
+	var buf, out, lastMeta []byte
+	var metaAt time.Time
 	for {
 		select {
 		case err := <-errc:
 			return err
 		default:
+		}
+		if time.Since(metaAt) >= m.opts.MetadataInterval {
+			metaAt = time.Now()
+			var err error
+			if lastMeta, err = m.sendMetadata(w, c, &out, log, lastMeta); err != nil {
+				return err
+			}
 		}
 		_, end := log.LogRange()
 		if off >= end {
@@ -290,6 +307,36 @@ func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, log Lo
 		}
 		off = next
 	}
+}
+
+// sendMetadata sends the log's metadata unless it is last, the
+// metadata sent before, and returns what it sent.
+func (m *Master) sendMetadata(w *bufio.Writer, c net.Conn, out *[]byte, log Log, last []byte) ([]byte, error) {
+	md, err := log.Metadata()
+	if err != nil {
+		m.opts.Logger.Warn("ha: metadata not read; replicas get it later", "err", err)
+		return last, nil
+	}
+	b, err := json.Marshal(md)
+	if err != nil {
+		return last, fmt.Errorf("ha: encode metadata: %w", err)
+	}
+	if bytes.Equal(b, last) {
+		return last, nil
+	}
+	if len(b) > MaxMessage-1 {
+		m.opts.Logger.Error("ha: metadata too large to send", "bytes", len(b))
+		return last, nil
+	}
+	*out = (&message{typ: typeMetadata, body: b}).encode((*out)[:0])
+	c.SetWriteDeadline(time.Now().Add(m.opts.Timeout))
+	if _, err := w.Write(*out); err != nil {
+		return last, fmt.Errorf("ha: send metadata: %w", err)
+	}
+	if err := w.Flush(); err != nil {
+		return last, fmt.Errorf("ha: send metadata: %w", err)
+	}
+	return b, nil
 }
 
 func (m *Master) send(w *bufio.Writer, c net.Conn, out *[]byte, ep epoch.Entry, off, end int64, frames []byte) error {

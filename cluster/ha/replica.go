@@ -3,6 +3,7 @@ package ha
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,12 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/epoch"
 )
 
 // Store is what a replica copies the master's log into; *engine.Engine
 // (opened with Options.Replica, or demoted) is one.
 type Store interface {
+	ApplyMetadata(engine.Metadata) error
 	Epochs() []epoch.Entry
 	LogRange() (first, end int64)
 	Replicate(ep epoch.Entry, off int64, frames []byte) (int64, error)
@@ -169,6 +172,16 @@ func (r *Replica) Session(ctx context.Context, addr string) error {
 				return ctx.Err()
 			}
 			return fmt.Errorf("ha: read a transfer: %w", err)
+		}
+		if m.typ == typeMetadata {
+			var md engine.Metadata
+			if err := json.Unmarshal(m.body, &md); err != nil {
+				return fmt.Errorf("%w: metadata: %w", ErrProtocol, err)
+			}
+			if err := r.store.ApplyMetadata(md); err != nil {
+				r.opts.Logger.Warn("ha: metadata not all applied", "err", err)
+			}
+			continue
 		}
 		if m.typ != typeTransfer {
 			return fmt.Errorf("%w: expected a transfer, got a message of type %d", ErrProtocol, m.typ)

@@ -16,6 +16,7 @@ const (
 	typeRefuse   = 3 // master → replica
 	typeAck      = 4 // replica → master
 	typeTransfer = 5 // master → replica
+	typeMetadata = 6 // master → replica: engine.Metadata as JSON
 )
 
 // Version is the protocol version a replica says in its hello.
@@ -59,6 +60,9 @@ type message struct {
 	// transfer
 	epoch  epoch.Entry
 	frames []byte
+
+	// metadata: JSON, decoded by the replica
+	body []byte
 }
 
 func putText(b []byte, s string) []byte {
@@ -95,6 +99,8 @@ func (m *message) encode(b []byte) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(m.offset))
 		b = binary.BigEndian.AppendUint64(b, uint64(m.end))
 		b = append(b, m.frames...)
+	case typeMetadata:
+		b = append(b, m.body...)
 	}
 	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 	return b
@@ -206,6 +212,9 @@ func decode(b []byte) (*message, error) {
 		if r.err == nil && (m.epoch.Start > m.offset || m.offset > m.end || int64(len(m.frames)) > m.end-m.offset) {
 			r.err = fmt.Errorf("%w: transfer of %d bytes at %d, epoch %d from %d, master end %d", ErrProtocol, len(m.frames), m.offset, m.epoch.Epoch, m.epoch.Start, m.end)
 		}
+	case typeMetadata:
+		m.body = r.b
+		r.b = nil
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrProtocol, m.typ)
 	}

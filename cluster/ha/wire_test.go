@@ -17,6 +17,7 @@ var sampleMessages = []message{
 	{typ: typeAck, offset: 123456},
 	{typ: typeTransfer, epoch: epoch.Entry{Epoch: 3, Start: 4096}, offset: 8192, end: 9000, frames: []byte("0123456789abcdef")},
 	{typ: typeTransfer, epoch: epoch.Entry{Epoch: 3, Start: 4096}, offset: 9000, end: 9000, frames: []byte{}},
+	{typ: typeMetadata, body: []byte(`{"topics":[{"Name":"T","ReadQueues":4,"WriteQueues":4}],"groups":[],"offsets":[]}`)},
 }
 
 func TestMessagesRoundTrip(t *testing.T) {

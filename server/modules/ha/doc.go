@@ -29,5 +29,6 @@
 // replica whose do not. The master's listener is bound when the module
 // starts, not with the server's other listeners.
 //
-// Metadata (topics, groups, consumer offsets) is not replicated yet.
+// Topics, groups and consumer offsets reach the replica as a snapshot
+// the master sends every second when they changed (see cluster/ha).
 package ha

@@ -110,9 +110,10 @@ func TestSyncReplicationWithGoProducer(t *testing.T) {
 
 	replica := start(t, "--namesrv-addr", "off", "--broker-namesrv", nsAddr,
 		"--ha-role", "replica", "--ha-master", module(t, master).Addr().String())
-	if err := replica.Engine().CreateTopic(meta.Topic{Name: "Orders", ReadQueues: 4, WriteQueues: 4, Perm: meta.PermRW}); err != nil {
-		t.Fatal(err) // metadata is not replicated yet
-	}
+	eventually(t, "the topic on the replica", func() bool {
+		_, err := replica.Engine().Topic("Orders")
+		return err == nil
+	})
 	eventually(t, "sends acknowledged", func() bool {
 		res, err := p.SendSync(ctx, primitive.NewMessage("Orders", []byte("first")))
 		return err == nil && res.Status == primitive.SendOK

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,19 +27,6 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// createTopicOn creates a topic on one broker without waiting for its
-// route (a replica registers with another process's name server).
-func (k *karman) createTopicOn(topic string, queues int32) {
-	k.t.Helper()
-	resp := k.invoke(wire.UpdateAndCreateTopic, &wire.CreateTopicRequestHeader{
-		Topic: topic, DefaultTopic: "TBW102", ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6,
-		TopicFilterType: wire.TopicFilterSingleTag,
-	}, nil)
-	if resp.ResponseCode() != wire.Success {
-		k.t.Fatalf("create topic %s: %s %s", topic, resp.ResponseCode(), resp.Remark)
-	}
-}
-
 // A master and a replica in sync replication, each a karman binary; the
 // Go producer sends until the master is killed with SIGKILL; the replica
 // is started again as the master (a failover by hand: the controller is
@@ -53,7 +41,11 @@ func TestFailoverByHandLosesNoAcknowledgedMessage(t *testing.T) {
 	a := startBinary(t, "--data", dirA, "--ha-role", "master", "--ha-addr", haA, "--ha-replication", "sync")
 	b := startBinary(t, "--data", dirB, "--ha-role", "replica", "--ha-master", haA, "--broker-namesrv", a.namesrv)
 	a.createTopic(topic, 4)
-	b.createTopicOn(topic, 4) // metadata is not replicated yet
+	// The replica learns it from its master's metadata, sent every second.
+	pollUntil(t, "the topic on the replica", 30*time.Second, func() bool {
+		resp := b.invoke(wire.GetAllTopicConfig, nil, nil)
+		return resp.ResponseCode() == wire.Success && strings.Contains(string(resp.Body), `"`+topic+`"`)
+	})
 
 	p, err := producer.NewDefaultProducer(
 		producer.WithNameServer([]string{a.namesrv}),
@@ -123,6 +115,8 @@ func TestFailoverByHandLosesNoAcknowledgedMessage(t *testing.T) {
 		return consumer.ConsumeSuccess
 	})
 	got.waitFor(t, "every acknowledged message on the new master", time.Minute, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
 		for body := range acked {
 			if got.count(body) == 0 {
 				return false
