@@ -230,8 +230,9 @@ func (e *Engine) Demote() error {
 // stored, at most max bytes of them (at least one frame) and all in one
 // segment, and returns where the log goes on after them: what a master
 // sends its replicas. At a segment's end it returns no frame and the next
-// segment's base; at the log's end, no frame and off. Only records the
-// dispatcher has indexed are returned, as Follow does.
+// segment's base; at the log's end, no frame and off. Unlike Follow it
+// does not wait for the dispatcher: records go to replicas as soon as
+// they are appended (WaitAppended).
 func (e *Engine) ReadFrames(off int64, dst []byte, max int) ([]byte, int64, error) {
 	if err := e.checkOpen(); err != nil {
 		return dst, off, err
