@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -346,4 +347,61 @@ func TestMetadataReachesReplica(t *testing.T) {
 		off, err := replica.ConsumerOffset("g", "M", 2)
 		return err == nil && off == 5
 	})
+}
+
+// A replica asking from an offset retention deleted is refused, saying
+// so; nothing is copied.
+func TestRefusesOffsetGone(t *testing.T) {
+	master := openEngine(t, engine.Options{})
+	send(t, master, 300, "old") // several segments
+	if n, err := master.ApplyRetention(time.Now().Add(100 * time.Hour)); err != nil || n == 0 {
+		t.Fatalf("retention deleted %d segments (%v)", n, err)
+	}
+	replica := openEngine(t, engine.Options{Replica: true})
+	addr := serve(t, NewMaster(MasterOptions{Logger: quiet}), master)
+	err := NewReplica(replica, ReplicaOptions{Logger: quiet}).Session(context.Background(), addr)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "retention") {
+		t.Fatalf("Session: %v, want ErrRefused naming retention", err)
+	}
+	if logEnd(replica) != 0 {
+		t.Fatalf("the refused replica copied %d bytes", logEnd(replica))
+	}
+}
+
+// A peer that acknowledges more than the master wrote is cut off: its
+// acknowledgements must never make a sync send look replicated.
+func TestAckPastEndClosesLink(t *testing.T) {
+	master := openEngine(t, engine.Options{})
+	send(t, master, 3, "m")
+	m := NewMaster(MasterOptions{Logger: quiet, Sync: true})
+	addr := serve(t, m, master)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	write := func(msg message) {
+		t.Helper()
+		if _, err := c.Write(msg.encode(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(message{typ: typeHello, version: Version, replicaID: "liar"})
+	if w, _, err := readMessage(c, nil); err != nil || w.typ != typeWelcome {
+		t.Fatalf("welcome: %+v, %v", w, err)
+	}
+	write(message{typ: typeAck, offset: 0})
+	eventually(t, "the link counted", func() bool { return len(m.Replicas()) == 1 })
+	end := logEnd(master)
+	write(message{typ: typeAck, offset: end + 4096})
+	eventually(t, "the link dropped", func() bool { return len(m.Replicas()) == 0 })
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := readMessage(c, nil); err != nil {
+			break // closed by the master
+		}
+	}
+	if err := m.WaitReplicated(context.Background(), end); !errors.Is(err, engine.ErrReplicaTimeout) {
+		t.Fatalf("WaitReplicated after the lie: %v, want ErrReplicaTimeout", err)
+	}
 }

@@ -173,6 +173,9 @@ func (r *Replica) Session(ctx context.Context, addr string) error {
 			}
 			return fmt.Errorf("ha: read a transfer: %w", err)
 		}
+		if m.typ == typeRefuse { // the start it asked for
+			return fmt.Errorf("%w: %s", ErrRefused, m.reason)
+		}
 		if m.typ == typeMetadata {
 			var md engine.Metadata
 			if err := json.Unmarshal(m.body, &md); err != nil {
