@@ -10,10 +10,10 @@
 //
 // A log entry is encoded big-endian:
 //
-//	 0        8        16   17            25        29          29+n      33+n        33+n+m
-//	 +--------+--------+----+-------------+---------+-----------+---------+-----------+
-//	 | index  | term   |type| appended at | n (u32) | data      | m (u32) | extensions|
-//	 +--------+--------+----+-------------+---------+-----------+---------+-----------+
+//	0        8        16   17            25        29          29+n      33+n        33+n+m
+//	+--------+--------+----+-------------+---------+-----------+---------+-----------+
+//	| index  | term   |type| appended at | n (u32) | data      | m (u32) | extensions|
+//	+--------+--------+----+-------------+---------+-----------+---------+-----------+
 //
 // (appended at: Unix nanoseconds, or 0 for the zero time). Every write is
 // synced (pebble.Sync) before it returns: raft relies on its log and vote

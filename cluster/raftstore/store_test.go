@@ -177,7 +177,7 @@ func (c *counter) Apply(l *raft.Log) any {
 }
 
 func (c *counter) Snapshot() (raft.FSMSnapshot, error) { return nil, errors.New("no snapshots here") }
-func (c *counter) Restore(io.ReadCloser) error           { return errors.New("no snapshots here") }
+func (c *counter) Restore(io.ReadCloser) error         { return errors.New("no snapshots here") }
 
 func (c *counter) count() int {
 	c.mu.Lock()
