@@ -42,6 +42,10 @@ type dispatcher struct {
 
 	pos atomic.Int64 // every record below is indexed
 
+	// runMu is held while the dispatcher indexes, so that Truncate can
+	// change the log and the index under it.
+	runMu sync.Mutex
+
 	mu     sync.Mutex
 	moved  chan struct{} // closed when pos advances; nil while nobody waits
 	failed error         // set when dispatching stopped on an error
@@ -224,7 +228,7 @@ func (d *dispatcher) run() {
 	for {
 		select {
 		case <-d.e.closing:
-			if err := d.dispatch(); err != nil {
+			if err := d.dispatchLocked(); err != nil {
 				d.e.opts.Logger.Error("final dispatch failed", "err", err)
 			}
 			return
@@ -244,13 +248,27 @@ func (d *dispatcher) run() {
 			default:
 			}
 		}
-		if err := d.dispatch(); err != nil {
+		if err := d.dispatchLocked(); err != nil {
 			d.e.opts.Logger.Error("dispatch failed; pulls will not see new messages", "err", err)
 			d.fail(err)
 			return
 		}
 		lastDone = time.Now()
 	}
+}
+
+// dispatchLocked is dispatch under runMu.
+func (d *dispatcher) dispatchLocked() error {
+	d.runMu.Lock()
+	defer d.runMu.Unlock()
+	return d.dispatch()
+}
+
+// failure returns the error dispatching stopped on, if it did.
+func (d *dispatcher) failure() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failed
 }
 
 // dispatch indexes everything between pos and the end of the log.
@@ -658,8 +676,25 @@ func (d *dispatcher) fail(err error) {
 
 // waitFor returns once every record below off is indexed.
 func (d *dispatcher) waitFor(ctx context.Context, off int64) error {
+	return d.waitUntil(ctx, off, nil)
+}
+
+// wakeAll wakes every waiter without moving pos: the log was cut, and
+// waiters with a stop condition look at it.
+func (d *dispatcher) wakeAll() {
+	d.mu.Lock()
+	if d.moved != nil {
+		close(d.moved)
+		d.moved = nil
+	}
+	d.mu.Unlock()
+}
+
+// waitUntil is waitFor that also returns, with nil, once stop (when not
+// nil) reports true; stop is checked at each wake-up.
+func (d *dispatcher) waitUntil(ctx context.Context, off int64, stop func() bool) error {
 	for {
-		if d.pos.Load() >= off {
+		if d.pos.Load() >= off || (stop != nil && stop()) {
 			return nil
 		}
 		d.mu.Lock()
@@ -667,7 +702,9 @@ func (d *dispatcher) waitFor(ctx context.Context, off int64) error {
 			d.mu.Unlock()
 			return d.failed
 		}
-		if d.pos.Load() >= off {
+		// Checked under mu: wakeAll, which follows what makes stop
+		// true, takes it.
+		if d.pos.Load() >= off || (stop != nil && stop()) {
 			d.mu.Unlock()
 			return nil
 		}

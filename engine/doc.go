@@ -24,6 +24,13 @@
 // itself in order from an offset, waiting for appends: what connectors
 // and replication build on.
 //
+// Replication: an engine is a master or a replica (Options.Replica,
+// Promote, Demote). A replica refuses sends with ErrNotMaster and stores
+// its master's frames at the master's offsets (ReadFrames on the master,
+// Replicate on the replica), dispatching them itself; epochs (package
+// epoch) and Truncate let a returning master cut back what its successor
+// does not have. Options.Replicator makes sends wait for replicas.
+//
 // Concurrency: every exported method of Engine is safe for concurrent use.
 // Lock order: commit-log append lock → (nothing); a queue's waiter mutex and
 // the dispatcher's mutex are leaves. Send never waits for the dispatcher.

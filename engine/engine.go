@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/karmanmq/karman/engine/commitlog"
+	"github.com/karmanmq/karman/engine/epoch"
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/index"
 	"github.com/karmanmq/karman/engine/internal/disk"
@@ -70,6 +71,9 @@ type Engine struct {
 	bufs sync.Pool // *sendState
 
 	hooks hook.Set // Options.Hooks by kind
+
+	repl     replication // role, epochs
+	appended notifier    // broadcast after each append to the log
 
 	closed  atomic.Bool
 	closing chan struct{}
@@ -134,7 +138,9 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	e.disk.Start()
 	e.sched = timer.NewScheduler(e.timers, e.deliverDue, timer.SchedulerOptions{
 		OnError: func(err error) {
-			if !errors.Is(err, ErrDiskFull) { // the disk monitor said it once
+			// The disk monitor said it once; a replica delivers once
+			// promoted.
+			if !errors.Is(err, ErrDiskFull) && !errors.Is(err, ErrNotMaster) {
 				e.opts.Logger.Error("timer delivery failed; retrying", "err", err)
 			}
 		},
@@ -155,6 +161,12 @@ func (e *Engine) open() error {
 	// While opening, a write that finds the disk full fails at once
 	// (the monitor is not started, so it would wait for good): Open
 	// fails fast instead of hanging.
+	if e.repl.epochs, err = epoch.Open(e.dir); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if e.opts.Replica {
+		e.repl.role = RoleReplica
+	}
 	if e.meta, err = meta.Open(filepath.Join(e.dir, "meta"), &meta.Options{Logger: e.opts.Logger, Disk: e.disk}); err != nil {
 		return err
 	}

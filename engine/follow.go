@@ -55,6 +55,7 @@ const (
 type Follower struct {
 	e    *Engine
 	pos  int64
+	cuts int64 // the engine's truncations when pos was last checked
 	buf  []byte
 	recs []LogRecord
 }
@@ -89,7 +90,7 @@ func (e *Engine) Follow(from int64) (*Follower, error) {
 	case from < first:
 		return nil, &OffsetGoneError{Offset: from, First: first}
 	}
-	return &Follower{e: e, pos: from}, nil
+	return &Follower{e: e, pos: from, cuts: e.repl.cuts.Load()}, nil
 }
 
 // Position returns the offset the next record read will start at, or
@@ -116,6 +117,12 @@ func (f *Follower) Next(ctx context.Context) ([]LogRecord, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if cuts := e.repl.cuts.Load(); cuts != f.cuts {
+			if e.repl.cutBelow(f.cuts, f.pos) {
+				return nil, fmt.Errorf("%w below %d, where the follower was", ErrLogTruncated, f.pos)
+			}
+			f.cuts = cuts
+		}
 		if limit := e.disp.pos.Load(); f.pos < limit {
 			recs, err := f.read(limit)
 			if err != nil || len(recs) > 0 {
@@ -127,7 +134,8 @@ func (f *Follower) Next(ctx context.Context) ([]LogRecord, error) {
 		}
 		// Every dispatched record is read: wait for the dispatcher to
 		// move past the position.
-		if err := e.disp.waitFor(ctx, f.pos+1); err != nil {
+		cut := func() bool { return e.repl.cuts.Load() != f.cuts }
+		if err := e.disp.waitUntil(ctx, f.pos+1, cut); err != nil {
 			return nil, err
 		}
 	}

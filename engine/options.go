@@ -162,6 +162,14 @@ type Options struct {
 	// engine indexes (see Router); a Router that is also a RouteLoader
 	// loads its routes during Open. Default none: a nil check.
 	Router Router
+	// Replica opens the engine as a replica of its broker group (see
+	// Replicate): writes are refused with ErrNotMaster until Promote.
+	// Default false: the engine is a master, as a single broker is.
+	Replica bool
+	// Replicator, when set, makes a master's sends wait for its
+	// replicas (sync replication): see Replicator. Default none: a send
+	// is acknowledged once stored here.
+	Replicator Replicator
 
 	// statfs, when set, replaces the file-system query of the disk
 	// monitor (tests).

@@ -83,6 +83,12 @@ func (s *sendState) reset() {
 // Send stores m in a queue of its topic chosen by the engine: by the hash of
 // the message group (__SHARDINGKEY) when it has one, else round-robin. m is
 // not modified; a client message id is generated when it has none.
+//
+// On a replica it fails with ErrNotMaster. With Options.Replicator (sync
+// replication) it refuses with ErrInSyncReplicasNotEnough before storing,
+// and waits for the replicas after: a valid result with an error
+// matching ErrReplicaTimeout means stored here but not confirmed by
+// enough replicas.
 func (e *Engine) Send(ctx context.Context, m *message.Message) (SendResult, error) {
 	return e.SendToQueue(ctx, m, AnyQueue)
 }
@@ -99,7 +105,7 @@ func (e *Engine) SendToQueue(ctx context.Context, m *message.Message, queueID in
 	if err := e.append(ctx, s, msgs[:], queueID); err != nil {
 		return SendResult{}, err
 	}
-	return s.result(0, e.opts.StoreHost), nil
+	return s.result(0, e.opts.StoreHost), e.replicated(ctx, s)
 }
 
 // sendLatency reports a send that began at start to Options.SendLatency.
@@ -126,7 +132,7 @@ func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID
 	for i := range out {
 		out[i] = s.result(i, e.opts.StoreHost)
 	}
-	return out, nil
+	return out, e.replicated(ctx, s)
 }
 
 func (e *Engine) put(s *sendState) {
@@ -156,6 +162,14 @@ func (e *Engine) append(ctx context.Context, s *sendState, msgs []*message.Messa
 	}
 	if err := e.refuseSend(); err != nil {
 		return err
+	}
+	if e.Role() != RoleMaster {
+		return fmt.Errorf("%w: this broker is a replica, send to the master", ErrNotMaster)
+	}
+	if r := e.opts.Replicator; r != nil {
+		if err := r.CheckWrite(); err != nil {
+			return err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -373,9 +387,16 @@ func (e *Engine) appendLog(s *sendState) error {
 	if err := e.refuseWrite(); err != nil {
 		return err
 	}
-	if err := e.log.Append(s.recs, s, s.offs); err != nil {
+	e.repl.mu.RLock()
+	err := e.checkMaster()
+	if err == nil {
+		err = e.log.Append(s.recs, s, s.offs)
+	}
+	e.repl.mu.RUnlock()
+	if err != nil {
 		return e.diskError(err)
 	}
+	e.appended.Broadcast()
 	if e.opts.AppendLatency != nil {
 		e.opts.AppendLatency(time.Since(start))
 	}

@@ -341,6 +341,9 @@ func (e *Engine) transactionLoop() {
 		case <-e.closing:
 			return
 		case <-t.C:
+			if e.Role() != RoleMaster {
+				continue // the master checks; a replica has no producers
+			}
 			if err := e.checkTransactions(); err != nil && !errors.Is(err, ErrDiskFull) {
 				e.opts.Logger.Error("transaction check failed", "err", err)
 			}

@@ -147,6 +147,21 @@
 // syscall.ENOSPC, stores nothing, and the log stays usable. A fresh log
 // thus takes what it holds plus a few MiB, not two segments.
 //
+// # Replication
+//
+// A replica's log is a byte copy of its master's. ReadFrames returns the
+// master's record frames as stored, from an offset and within one
+// segment; AppendFrames verifies them (magic, length, the checksum at
+// their offset, zero padding: CheckFrames) and stores them at the same
+// offset on the replica, which must be the replica's end or, where the
+// master moved on to its next segment, that segment's base: the replica
+// then ends its segment with the same marker the master wrote. Truncate
+// cuts a log back to a record boundary (a returning old master drops
+// what its successor does not have): it moves the checkpoint back,
+// deletes the later segments, last first, and zeroes and syncs the rest
+// of the cut segment, so a crash part way leaves a longer prefix, never
+// a hole or stale records past the cut.
+//
 // # Concurrency
 //
 // All methods are safe for concurrent use. There is one writer at a time

@@ -104,6 +104,9 @@ var statusCodes = []struct {
 	{engine.ErrClosed, rmqpb.Code_INTERNAL_ERROR},
 	{engine.ErrDiskFull, rmqpb.Code_INTERNAL_SERVER_ERROR},
 	{engine.ErrDiskFailed, rmqpb.Code_INTERNAL_SERVER_ERROR},
+	{engine.ErrNotMaster, rmqpb.Code_INTERNAL_SERVER_ERROR}, // as the proxy answers a slave store's SERVICE_NOT_AVAILABLE; clients retry
+	{engine.ErrInSyncReplicasNotEnough, rmqpb.Code_HA_NOT_AVAILABLE},
+	{engine.ErrReplicaTimeout, rmqpb.Code_SLAVE_PERSISTENCE_TIMEOUT},
 	{engine.ErrTopicNotFound, rmqpb.Code_TOPIC_NOT_FOUND},
 	{engine.ErrGroupNotFound, rmqpb.Code_CONSUMER_GROUP_NOT_FOUND},
 	{engine.ErrNoOffset, rmqpb.Code_OFFSET_NOT_FOUND},

@@ -25,6 +25,16 @@ import (
 //   - A full or failed disk is SERVICE_NOT_AVAILABLE too, as Java's broker
 //     answers a put its store refuses; the remark says the disk is full
 //     (or failed) and how full.
+//   - A write to a replica (engine.ErrNotMaster) is SERVICE_NOT_AVAILABLE,
+//     as Java's broker answers a put to a slave's store: the Go and Java
+//     producers retry it on another broker, and the remark says the
+//     broker is a replica.
+//   - With sync replication, a send refused while too few replicas are
+//     in sync (engine.ErrInSyncReplicasNotEnough) is SYSTEM_ERROR, as
+//     Java answers IN_SYNC_REPLICAS_NOT_ENOUGH: nothing was stored, and
+//     producers retry it. A send stored but not confirmed by the
+//     replicas in time (engine.ErrReplicaTimeout) is FLUSH_SLAVE_TIMEOUT
+//     with the send's result, which producers report and do not retry.
 //   - A refused message (empty, too large, bad properties, wrong type for
 //     the topic) is MESSAGE_ILLEGAL, which producers do not retry.
 //   - A reserved name (system topic, light queue) and a read- or
@@ -54,6 +64,9 @@ var errorCodes = []struct {
 	{engine.ErrClosed, wire.ServiceNotAvailable},
 	{engine.ErrDiskFull, wire.ServiceNotAvailable},
 	{engine.ErrDiskFailed, wire.ServiceNotAvailable},
+	{engine.ErrNotMaster, wire.ServiceNotAvailable},
+	{engine.ErrInSyncReplicasNotEnough, wire.SystemError},
+	{engine.ErrReplicaTimeout, wire.FlushSlaveTimeout},
 	{errNotSupported, wire.RequestCodeNotSupported},
 	{errSubscriptionMissing, wire.SubscriptionNotExist},
 	{errSubscriptionParse, wire.SubscriptionParseFailed},

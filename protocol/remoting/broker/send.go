@@ -74,11 +74,17 @@ func (b *Broker) sendMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	b.noteRequester(c, h.ProducerGroup, m)
 	b.detachForFlush(ctx)
 	res, err := b.eng.SendToQueue(ctx, m, queue)
-	if err != nil {
+	code := wire.Success
+	switch {
+	case errors.Is(err, engine.ErrReplicaTimeout):
+		// Stored, not confirmed by the replicas: the producer gets the
+		// result with FLUSH_SLAVE_TIMEOUT, as from Java's broker.
+		code = wire.FlushSlaveTimeout
+	case err != nil:
 		return errorResponse(req, err)
 	}
 	b.noteTopic(m.Topic)
-	return b.sendAnswer(req, res)
+	return b.sendAnswer(req, res, code)
 }
 
 // sendAnswer is the response to a single send: the command, its header
@@ -89,9 +95,11 @@ type sendAnswer struct {
 	id  [message.OffsetIDMaxLen]byte
 }
 
-// sendAnswer returns the SUCCESS response to a send that res describes.
-func (b *Broker) sendAnswer(req *wire.Command, res engine.SendResult) *wire.Command {
-	a := &sendAnswer{cmd: wire.ResponseTo(req, wire.Success, "")}
+// sendAnswer returns the response to a send that res describes: SUCCESS,
+// or FLUSH_SLAVE_TIMEOUT for a message stored but not confirmed by the
+// replicas.
+func (b *Broker) sendAnswer(req *wire.Command, res engine.SendResult, code wire.ResponseCode) *wire.Command {
+	a := &sendAnswer{cmd: wire.ResponseTo(req, code, "")}
 	id := message.AppendOffsetID(a.id[:0], res.StoreHost, res.CommitLogOffset)
 	a.hdr = wire.SendMessageResponseHeader{
 		// The id's text lives in a, which the string keeps alive.
@@ -109,7 +117,7 @@ func (b *Broker) sendAnswer(req *wire.Command, res engine.SendResult) *wire.Comm
 // detachForFlush lets an inline send wait for the disk: with FlushSync
 // every send does.
 func (b *Broker) detachForFlush(ctx context.Context) {
-	if b.eng.FlushMode() == engine.FlushSync {
+	if b.eng.FlushMode() == engine.FlushSync || b.eng.WaitsForReplicas() {
 		server.Detach(ctx)
 	}
 }
@@ -300,7 +308,11 @@ func (b *Broker) sendBatch(ctx context.Context, c *server.Conn, req *wire.Comman
 	}
 	b.detachForFlush(ctx)
 	res, err := b.eng.SendBatch(ctx, msgs, queue)
-	if err != nil {
+	code := wire.Success
+	switch {
+	case errors.Is(err, engine.ErrReplicaTimeout):
+		code = wire.FlushSlaveTimeout // stored, not confirmed
+	case err != nil:
 		return errorResponse(req, err)
 	}
 	b.noteTopic(h.Topic)
@@ -311,7 +323,7 @@ func (b *Broker) sendBatch(ctx context.Context, c *server.Conn, req *wire.Comman
 		}
 		ids = message.AppendOffsetID(ids, r.StoreHost, r.CommitLogOffset)
 	}
-	resp := success(req)
+	resp := wire.NewResponse(req, code, "")
 	resp.SetHeader(&wire.SendMessageResponseHeader{
 		MsgID:       string(ids),
 		QueueID:     res[0].QueueID,

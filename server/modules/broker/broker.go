@@ -53,6 +53,15 @@ var Info = karman.ModuleInfo{
 // limit less room for the header, whose properties may take 32 KiB.
 const MaxMessageSize = wire.DefaultMaxFrameSize - 64<<10
 
+// brokerID is the id the broker registers with: 0 for a master, 1 for a
+// replica (cluster.ha), which clients then never send to.
+func brokerID(e *engine.Engine) int64 {
+	if e.Role() == engine.RoleReplica {
+		return 1
+	}
+	return 0
+}
+
 func init() { karman.RegisterModule(Info) }
 
 // Interface guards: the life-cycle steps the broker takes part in.
@@ -213,6 +222,7 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 			NameServers: nameServers,
 			Cluster:     cfg.ClusterName,
 			BrokerName:  b.Options().BrokerName,
+			BrokerID:    brokerID(h.Engine),
 			BrokerAddr:  advertise,
 			Topics:      b.TopicConfigs,
 			Logger:      h.Logger,

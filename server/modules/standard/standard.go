@@ -2,9 +2,9 @@
 // binary, each of which registers itself with server.Default:
 // frontend.namesrv (the RocketMQ name server), frontend.remoting (the
 // remoting broker), frontend.grpc (the RocketMQ 5 gRPC endpoint),
-// frontend.mqtt (the MQTT 3.1.1 and 5.0 front-end), plugin.process
-// (process plugins given with --plugin) and auth.acl (the access-control
-// list, with --auth).
+// frontend.mqtt (the MQTT 3.1.1 and 5.0 front-end), cluster.ha
+// (replication, with --ha-role), plugin.process (process plugins given
+// with --plugin) and auth.acl (the access-control list, with --auth).
 //
 // A custom binary imports it (blank) to get them all, or imports the
 // module packages it wants one by one.
@@ -14,6 +14,7 @@ import (
 	_ "github.com/karmanmq/karman/server/modules/auth"    // auth.acl
 	_ "github.com/karmanmq/karman/server/modules/broker"  // frontend.remoting
 	_ "github.com/karmanmq/karman/server/modules/grpc"    // frontend.grpc
+	_ "github.com/karmanmq/karman/server/modules/ha"      // cluster.ha
 	_ "github.com/karmanmq/karman/server/modules/mqtt"    // frontend.mqtt
 	_ "github.com/karmanmq/karman/server/modules/namesrv" // frontend.namesrv
 	_ "github.com/karmanmq/karman/server/modules/plugin"  // plugin.process

@@ -117,8 +117,8 @@ func TestMainFile(t *testing.T) {
 	}{
 		{nil, nil, []string{StandardPackage}},
 		{nil, []Module{{Path: "example.com/e"}, {Path: "example.com/e", Version: "v1.0.0"}}, []string{StandardPackage, "example.com/e"}},
-		{[]string{"frontend.grpc"}, nil, []string{Standard[0].Package, Standard[2].Package, Standard[3].Package, Standard[4].Package, Standard[5].Package}},
-		{[]string{"auth.acl", "frontend.grpc", "frontend.mqtt", "frontend.namesrv", "frontend.remoting", "plugin.process"}, []Module{{Path: "example.com/e"}}, []string{"example.com/e"}},
+		{[]string{"frontend.grpc"}, nil, []string{Standard[0].Package, Standard[1].Package, Standard[3].Package, Standard[4].Package, Standard[5].Package, Standard[6].Package}},
+		{[]string{"auth.acl", "cluster.ha", "frontend.grpc", "frontend.mqtt", "frontend.namesrv", "frontend.remoting", "plugin.process"}, []Module{{Path: "example.com/e"}}, []string{"example.com/e"}},
 	} {
 		src, err := MainFile(imports(tc.without, tc.mods))
 		if err != nil {

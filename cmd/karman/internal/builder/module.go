@@ -46,6 +46,7 @@ type StandardModule struct {
 // it to the registry of a binary that imports StandardPackage.
 var Standard = []StandardModule{
 	{ID: "auth.acl", Package: "github.com/karmanmq/karman/server/modules/auth"},
+	{ID: "cluster.ha", Package: "github.com/karmanmq/karman/server/modules/ha"},
 	{ID: "frontend.grpc", Package: "github.com/karmanmq/karman/server/modules/grpc"},
 	{ID: "frontend.mqtt", Package: "github.com/karmanmq/karman/server/modules/mqtt"},
 	{ID: "frontend.namesrv", Package: "github.com/karmanmq/karman/server/modules/namesrv"},

@@ -1,0 +1,407 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/epoch"
+	msg "github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
+)
+
+const segSize = 64 << 10
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func openEngine(t *testing.T, o engine.Options) *engine.Engine {
+	t.Helper()
+	o.SegmentSize = segSize
+	o.Logger = quiet
+	e, err := engine.Open(t.TempDir(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.CreateTopic(meta.Topic{Name: "T", ReadQueues: 2, WriteQueues: 2}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// serve runs m on a loopback port for log and returns its address.
+func serve(t *testing.T, m *Master, log Log) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Serve(ctx, ln, log) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// follow runs one replication session in the background; stop ends it
+// and returns why it ended.
+func follow(t *testing.T, r *Replica, addr string) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Session(ctx, addr) }()
+	stopped := false
+	var err error
+	stop = func() error {
+		if !stopped {
+			cancel()
+			err = <-done
+			stopped = true
+		}
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// eventually polls cond until it holds or 10 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func logEnd(e *engine.Engine) int64 { _, end := e.LogRange(); return end }
+
+func send(t *testing.T, e *engine.Engine, n int, tag string) {
+	t.Helper()
+	for i := range n {
+		m := &msg.Message{Topic: "T", Body: fmt.Appendf(nil, "%s-%d-%0700d", tag, i, i)}
+		if _, err := e.Send(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// pulled returns every message of T as queue:offset:body.
+func pulled(t *testing.T, e *engine.Engine) []string {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for q := range int32(2) {
+		for off := int64(0); ; {
+			res, err := e.Pull(ctx, "T", q, off, 32, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range res.Records {
+				m, _, err := msg.DecodeStored(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, fmt.Sprintf("%d:%d:%s", q, m.QueueOffset, m.Body))
+			}
+			if res.NextOffset == off {
+				break
+			}
+			off = res.NextOffset
+		}
+	}
+	return out
+}
+
+func TestStream(t *testing.T) {
+	ctx := context.Background()
+	master := openEngine(t, engine.Options{})
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	replica := openEngine(t, engine.Options{Replica: true})
+	m := NewMaster(MasterOptions{BrokerName: "broker-a", SegmentSize: segSize, Logger: quiet, BatchBytes: 8 << 10})
+	addr := serve(t, m, master)
+	send(t, master, 100, "before") // some before the replica comes
+	r := NewReplica(replica, ReplicaOptions{BrokerName: "broker-a", ID: "r1", SegmentSize: segSize, Logger: quiet})
+	follow(t, r, addr)
+	send(t, master, 200, "after") // a few segments more
+	eventually(t, "the replica holds the master's log", func() bool { return logEnd(replica) == logEnd(master) })
+	if want, got := pulled(t, master), pulled(t, replica); len(want) != 300 || !slices.Equal(want, got) {
+		t.Fatalf("the replica serves %d messages, the master %d, or they differ", len(got), len(want))
+	}
+	if !slices.Equal(master.Epochs(), replica.Epochs()) {
+		t.Fatalf("epochs %v and %v", master.Epochs(), replica.Epochs())
+	}
+	eventually(t, "the master sees the replica caught up", func() bool {
+		rs := m.Replicas()
+		return len(rs) == 1 && rs[0].ID == "r1" && rs[0].Acked == logEnd(master) && rs[0].Lag == 0 && rs[0].InSync
+	})
+	if r.Lag() != 0 {
+		t.Fatalf("replica lag %d", r.Lag())
+	}
+}
+
+func TestSyncReplication(t *testing.T) {
+	ctx := context.Background()
+	m := NewMaster(MasterOptions{BrokerName: "broker-a", SegmentSize: segSize, Sync: true, MinInSync: 2, AckTimeout: 2 * time.Second, Logger: quiet})
+	master := openEngine(t, engine.Options{Replicator: m})
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	replica := openEngine(t, engine.Options{Replica: true})
+	addr := serve(t, m, master)
+
+	// Alone, the master refuses sends, storing nothing.
+	end := logEnd(master)
+	_, err := master.Send(ctx, &msg.Message{Topic: "T", Body: []byte("alone")})
+	if !errors.Is(err, engine.ErrInSyncReplicasNotEnough) || logEnd(master) != end {
+		t.Fatalf("a send with no replica: %v (log end %d, was %d); want ErrInSyncReplicasNotEnough and nothing stored", err, logEnd(master), end)
+	}
+
+	r := NewReplica(replica, ReplicaOptions{BrokerName: "broker-a", ID: "r1", SegmentSize: segSize, Logger: quiet})
+	stop := follow(t, r, addr)
+	eventually(t, "the replica is in sync", func() bool { return m.CheckWrite() == nil })
+	// Each acknowledged send is held by the replica when it returns.
+	for i := range 50 {
+		res, err := master.Send(ctx, &msg.Message{Topic: "T", Body: fmt.Appendf(nil, "sync-%d", i)})
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		if got := logEnd(replica); got <= res.CommitLogOffset {
+			t.Fatalf("send %d acknowledged at %d; the replica's log ends at %d", i, res.CommitLogOffset, got)
+		}
+	}
+	// The replica goes: sends are refused again (or, for one caught in
+	// between, not confirmed), never acknowledged.
+	stop()
+	eventually(t, "the master sees the replica gone", func() bool { return len(m.Replicas()) == 0 })
+	end = logEnd(master)
+	if _, err := master.Send(ctx, &msg.Message{Topic: "T", Body: []byte("gone")}); !errors.Is(err, engine.ErrInSyncReplicasNotEnough) || logEnd(master) != end {
+		t.Fatalf("a send after the replica left: %v", err)
+	}
+}
+
+// A send whose replica stops acknowledging gets ErrReplicaTimeout, with
+// its result: stored on the master, not confirmed.
+func TestSyncTimeout(t *testing.T) {
+	m := NewMaster(MasterOptions{Sync: true, AckTimeout: 200 * time.Millisecond, Logger: quiet})
+	l := &link{id: "silent", acked: 100, caughtUp: time.Now()}
+	m.add(l, 100)
+	if err := m.CheckWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WaitReplicated(context.Background(), 100); err != nil {
+		t.Fatalf("held already: %v", err)
+	}
+	start := time.Now()
+	if err := m.WaitReplicated(context.Background(), 200); !errors.Is(err, engine.ErrReplicaTimeout) {
+		t.Fatalf("WaitReplicated past the replica: %v, want ErrReplicaTimeout", err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Fatalf("gave up after %s, before AckTimeout", d)
+	}
+	go func() { time.Sleep(50 * time.Millisecond); m.ack(l, 200, 200) }()
+	if err := m.WaitReplicated(context.Background(), 200); err != nil {
+		t.Fatalf("WaitReplicated with the ack arriving: %v", err)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	ctx := context.Background()
+	master := openEngine(t, engine.Options{})
+	if err := master.Promote(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	send(t, master, 5, "m")
+	m := NewMaster(MasterOptions{BrokerName: "broker-a", SegmentSize: segSize, Logger: quiet})
+	addr := serve(t, m, master)
+	for _, tc := range []struct {
+		name   string
+		opts   ReplicaOptions
+		setup  func(t *testing.T, e *engine.Engine)
+		target error
+	}{
+		{"another broker group", ReplicaOptions{BrokerName: "broker-b", SegmentSize: segSize}, nil, ErrRefused},
+		{"another segment size", ReplicaOptions{BrokerName: "broker-a", SegmentSize: 2 * segSize}, nil, ErrRefused},
+		{"a deposed master", ReplicaOptions{BrokerName: "broker-a", SegmentSize: segSize}, func(t *testing.T, e *engine.Engine) {
+			// The replica saw epoch 3: the master at epoch 2 is stale.
+			frames, _, err := master.ReadFrames(0, nil, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Replicate(epoch.Entry{Epoch: 3, Start: 0}, 0, frames[:0]); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrStaleMaster},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			replica := openEngine(t, engine.Options{Replica: true})
+			if tc.setup != nil {
+				tc.setup(t, replica)
+			}
+			o := tc.opts
+			o.Logger = quiet
+			err := NewReplica(replica, o).Session(ctx, addr)
+			if !errors.Is(err, tc.target) {
+				t.Fatalf("Session: %v, want %v", err, tc.target)
+			}
+			if logEnd(replica) != 0 {
+				t.Fatalf("a refused replica copied %d bytes", logEnd(replica))
+			}
+		})
+	}
+}
+
+// A returning old master follows its successor: it cuts what only it
+// had and copies the rest.
+func TestOldMasterReturns(t *testing.T) {
+	ctx := context.Background()
+	a := openEngine(t, engine.Options{})
+	b := openEngine(t, engine.Options{Replica: true})
+	if err := a.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	ma := NewMaster(MasterOptions{BrokerName: "g", SegmentSize: segSize, Logger: quiet})
+	addrA := serve(t, ma, a)
+	stop := follow(t, NewReplica(b, ReplicaOptions{BrokerName: "g", ID: "b", SegmentSize: segSize, Logger: quiet}), addrA)
+	send(t, a, 60, "a")
+	eventually(t, "b holds a's log", func() bool { return logEnd(b) == logEnd(a) })
+	stop()
+	send(t, a, 40, "lost") // a's last, never copied
+	// a fails; b is elected at epoch 2 and takes writes.
+	if err := a.Demote(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Promote(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	send(t, b, 70, "b")
+	mb := NewMaster(MasterOptions{BrokerName: "g", SegmentSize: segSize, Logger: quiet})
+	addrB := serve(t, mb, b)
+	follow(t, NewReplica(a, ReplicaOptions{BrokerName: "g", ID: "a", SegmentSize: segSize, Logger: quiet}), addrB)
+	eventually(t, "a holds b's log", func() bool { return logEnd(a) == logEnd(b) })
+	if want, got := pulled(t, b), pulled(t, a); len(want) != 130 || !slices.Equal(want, got) {
+		t.Fatalf("a serves %d messages, b %d, or they differ", len(got), len(want))
+	}
+	if !slices.Equal(a.Epochs(), b.Epochs()) {
+		t.Fatalf("epochs %v and %v", a.Epochs(), b.Epochs())
+	}
+}
+
+// Topics, groups and consumer offsets reach the replica within the
+// metadata interval, and changes follow.
+func TestMetadataReachesReplica(t *testing.T) {
+	ctx := context.Background()
+	master := openEngine(t, engine.Options{})
+	replica := openEngine(t, engine.Options{Replica: true})
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.CreateTopic(meta.Topic{Name: "M", ReadQueues: 3, WriteQueues: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.CreateGroup(meta.Group{Name: "g", MaxAttempts: 7}); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := master.SendToQueue(ctx, &msg.Message{Topic: "M", Body: []byte("x")}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := master.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.CommitOffset("g", "M", 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMaster(MasterOptions{Logger: quiet, MetadataInterval: 50 * time.Millisecond})
+	follow(t, NewReplica(replica, ReplicaOptions{Logger: quiet}), serve(t, m, master))
+	eventually(t, "the topic, group and offset on the replica", func() bool {
+		tp, err1 := replica.Topic("M")
+		g, err2 := replica.Group("g")
+		off, err3 := replica.ConsumerOffset("g", "M", 2)
+		return err1 == nil && tp.ReadQueues == 3 && err2 == nil && g.MaxAttempts == 7 && err3 == nil && off == 3
+	})
+	if err := master.CommitOffset("g", "M", 2, 5); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new offset on the replica", func() bool {
+		off, err := replica.ConsumerOffset("g", "M", 2)
+		return err == nil && off == 5
+	})
+}
+
+// A replica asking from an offset retention deleted is refused, saying
+// so; nothing is copied.
+func TestRefusesOffsetGone(t *testing.T) {
+	master := openEngine(t, engine.Options{})
+	send(t, master, 300, "old") // several segments
+	if n, err := master.ApplyRetention(time.Now().Add(100 * time.Hour)); err != nil || n == 0 {
+		t.Fatalf("retention deleted %d segments (%v)", n, err)
+	}
+	replica := openEngine(t, engine.Options{Replica: true})
+	addr := serve(t, NewMaster(MasterOptions{Logger: quiet}), master)
+	err := NewReplica(replica, ReplicaOptions{Logger: quiet}).Session(context.Background(), addr)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "retention") {
+		t.Fatalf("Session: %v, want ErrRefused naming retention", err)
+	}
+	if logEnd(replica) != 0 {
+		t.Fatalf("the refused replica copied %d bytes", logEnd(replica))
+	}
+}
+
+// A peer that acknowledges more than the master wrote is cut off: its
+// acknowledgements must never make a sync send look replicated.
+func TestAckPastEndClosesLink(t *testing.T) {
+	master := openEngine(t, engine.Options{})
+	send(t, master, 3, "m")
+	m := NewMaster(MasterOptions{Logger: quiet, Sync: true})
+	addr := serve(t, m, master)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	write := func(msg message) {
+		t.Helper()
+		if _, err := c.Write(msg.encode(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(message{typ: typeHello, version: Version, replicaID: "liar"})
+	if w, _, err := readMessage(c, nil); err != nil || w.typ != typeWelcome {
+		t.Fatalf("welcome: %+v, %v", w, err)
+	}
+	write(message{typ: typeAck, offset: 0})
+	eventually(t, "the link counted", func() bool { return len(m.Replicas()) == 1 })
+	end := logEnd(master)
+	write(message{typ: typeAck, offset: end + 4096})
+	eventually(t, "the link dropped", func() bool { return len(m.Replicas()) == 0 })
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := readMessage(c, nil); err != nil {
+			break // closed by the master
+		}
+	}
+	if err := m.WaitReplicated(context.Background(), end); !errors.Is(err, engine.ErrReplicaTimeout) {
+		t.Fatalf("WaitReplicated after the lie: %v, want ErrReplicaTimeout", err)
+	}
+}

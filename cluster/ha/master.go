@@ -1,0 +1,492 @@
+package ha
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/epoch"
+)
+
+// Log is what the master streams from; *engine.Engine is one.
+type Log interface {
+	Metadata() (engine.Metadata, error)
+	ReadFrames(off int64, dst []byte, max int) ([]byte, int64, error)
+	Epochs() []epoch.Entry
+	LogRange() (first, end int64)
+	WaitAppended(ctx context.Context, off int64) error
+}
+
+// MasterOptions configure a Master. The zero value works.
+type MasterOptions struct {
+	// BrokerName is the broker group; a replica naming another is
+	// refused. Default: any name is accepted.
+	BrokerName string
+	// SegmentSize is the commit log's segment size; a replica with
+	// another is refused (its log could not be a copy). Default: not
+	// checked.
+	SegmentSize int64
+	// Sync makes the master's sends wait for replicas (see
+	// CheckWrite, WaitReplicated). Default false: async replication.
+	Sync bool
+	// MinInSync is how many members, the master included, must hold a
+	// message before a sync send is acknowledged, and be in sync before
+	// one is taken. Default 2 (the master and one replica).
+	MinInSync int
+	// AckTimeout bounds a sync send's wait for replicas; past it the
+	// send gets engine.ErrReplicaTimeout. Default 3s (RocketMQ's
+	// slaveTimeout).
+	AckTimeout time.Duration
+	// MaxLag is how long a replica may stay behind the master's end and
+	// count as in sync. Default 15s (RocketMQ's
+	// haMaxTimeSlaveNotCatchup).
+	MaxLag time.Duration
+	// Heartbeat is how often an idle master sends an empty transfer.
+	// Default 1s.
+	Heartbeat time.Duration
+	// Timeout closes a link that said nothing for this long. Default 10s.
+	Timeout time.Duration
+	// BatchBytes bounds the log bytes of one transfer. Default 256 KiB.
+	BatchBytes int
+	// MetadataInterval is how often the master sends its topics, groups
+	// and consumer offsets when they changed. Default 1s.
+	MetadataInterval time.Duration
+	// Logger gets connection events. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *MasterOptions) ensureDefaults() {
+	if o.MinInSync <= 0 {
+		o.MinInSync = 2
+	}
+	if o.AckTimeout <= 0 {
+		o.AckTimeout = 3 * time.Second
+	}
+	if o.MaxLag <= 0 {
+		o.MaxLag = 15 * time.Second
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.MetadataInterval <= 0 {
+		o.MetadataInterval = time.Second
+	}
+	if o.BatchBytes <= 0 || o.BatchBytes > MaxFrames {
+		o.BatchBytes = 256 << 10
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// ReplicaState is what the master knows of one connected replica.
+type ReplicaState struct {
+	ID       string // as the replica named itself
+	Addr     string // its address
+	Acked    int64  // the end of its log, as it last acknowledged
+	Lag      int64  // the master's end less Acked, when last acknowledged
+	InSync   bool
+	Since    time.Time // when it connected
+	CaughtUp time.Time // when it last held everything the master had
+}
+
+// Master streams a commit log to its replicas and counts their
+// acknowledgements. It implements engine.Replicator.
+type Master struct {
+	opts MasterOptions
+
+	mu       sync.Mutex
+	replicas map[*link]struct{}
+	changed  chan struct{} // closed and replaced when an ack arrives or a link ends
+}
+
+var _ engine.Replicator = (*Master)(nil)
+
+// NewMaster returns a Master; Serve runs it.
+func NewMaster(o MasterOptions) *Master {
+	o.ensureDefaults()
+	return &Master{opts: o, replicas: map[*link]struct{}{}, changed: make(chan struct{})}
+}
+
+// link is one replica's connection.
+type link struct {
+	id, addr string
+	since    time.Time
+	acked    int64 // under Master.mu
+	lag      int64
+	caughtUp time.Time
+}
+
+// Serve accepts replicas on ln and streams log to each until ctx ends
+// or ln fails. It closes ln and every link before it returns.
+func (m *Master) Serve(ctx context.Context, ln net.Listener, log Log) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	go func() { <-ctx.Done(); ln.Close() }()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("ha: accept: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.serveLink(ctx, c, log); err != nil && ctx.Err() == nil {
+				m.opts.Logger.Warn("ha: replica link ended", "remote", c.RemoteAddr().String(), "err", err)
+			}
+		}()
+	}
+}
+
+// refuse tells the replica why it is refused and returns the reason as
+// an error.
+func refuse(c net.Conn, format string, args ...any) error {
+	reason := fmt.Sprintf(format, args...)
+	if len(reason) > maxText {
+		reason = reason[:maxText]
+	}
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	c.Write((&message{typ: typeRefuse, reason: reason}).encode(nil))
+	return fmt.Errorf("ha: replica refused: %s", reason)
+}
+
+func (m *Master) serveLink(ctx context.Context, c net.Conn, log Log) error {
+	defer c.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { <-ctx.Done(); c.Close() }()
+	r := bufio.NewReaderSize(c, 4096)
+	c.SetReadDeadline(time.Now().Add(m.opts.Timeout))
+	hello, _, err := readMessage(r, nil)
+	if err != nil {
+		return fmt.Errorf("ha: read hello: %w", err)
+	}
+	switch {
+	case hello.typ != typeHello:
+		return refuse(c, "expected a hello, got a message of type %d", hello.typ)
+	case hello.version != Version:
+		return refuse(c, "protocol version %d, this master speaks %d", hello.version, Version)
+	case m.opts.BrokerName != "" && hello.brokerName != m.opts.BrokerName:
+		return refuse(c, "broker name %q, this master is %q", hello.brokerName, m.opts.BrokerName)
+	case m.opts.SegmentSize != 0 && hello.segmentSize != m.opts.SegmentSize:
+		return refuse(c, "segment size %d, the master's is %d", hello.segmentSize, m.opts.SegmentSize)
+	}
+	first, end := log.LogRange()
+	welcome := message{typ: typeWelcome, segmentSize: m.opts.SegmentSize, end: end, epochs: log.Epochs()}
+	w := bufio.NewWriterSize(c, 64<<10)
+	c.SetWriteDeadline(time.Now().Add(m.opts.Timeout))
+	if _, err := w.Write(welcome.encode(nil)); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// The replica answers with where it will take records from, after
+	// cutting what the master does not have.
+	c.SetReadDeadline(time.Now().Add(m.opts.Timeout))
+	start, _, err := readMessage(r, nil)
+	if err != nil {
+		return fmt.Errorf("ha: read the replica's start: %w", err)
+	}
+	if start.typ != typeAck {
+		return refuse(c, "expected an acknowledgement, got a message of type %d", start.typ)
+	}
+	off := start.offset
+	first, end = log.LogRange()
+	switch {
+	case off < first:
+		return refuse(c, "the replica asks from offset %d; the master's log starts at %d (retention deleted the rest): give the replica an empty data directory", off, first)
+	case off > end:
+		return refuse(c, "the replica's log ends at %d, past the master's end %d", off, end)
+	}
+	l := &link{id: hello.replicaID, addr: c.RemoteAddr().String(), since: time.Now(), acked: off}
+	m.add(l, end)
+	defer m.remove(l)
+	m.opts.Logger.Info("ha: replica connected", "replica", l.id, "remote", l.addr, "from", off, "master_end", end)
+
+	errc := make(chan error, 1)
+	go func() { errc <- m.readAcks(r, c, l, log) }()
+	err = m.stream(ctx, w, c, log, off, errc)
+	cancel()
+	return err
+}
+
+// readAcks reads the replica's acknowledgements until the link fails.
+func (m *Master) readAcks(r *bufio.Reader, c net.Conn, l *link, log Log) error {
+	var buf []byte
+	for {
+		c.SetReadDeadline(time.Now().Add(m.opts.Timeout))
+		var msg *message
+		var err error
+		msg, buf, err = readMessage(r, buf)
+		if err != nil {
+			return fmt.Errorf("ha: read acknowledgement: %w", err)
+		}
+		if msg.typ != typeAck {
+			return fmt.Errorf("%w: message of type %d from a replica", ErrProtocol, msg.typ)
+		}
+		_, end := log.LogRange()
+		if msg.offset > end {
+			// An acknowledgement of what the master never wrote: a
+			// confused or lying peer must not make sends look safe.
+			return fmt.Errorf("%w: acknowledgement of %d, past the master's end %d", ErrProtocol, msg.offset, end)
+		}
+		m.ack(l, msg.offset, end)
+	}
+}
+
+// stream sends the log from off until the link fails.
+func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, log Log, off int64, errc <-chan error) error {
+	var buf, out, lastMeta []byte
+	var metaAt time.Time
+	for {
+		select {
+		case err := <-errc:
+			return err
+		default:
+		}
+		if time.Since(metaAt) >= m.opts.MetadataInterval {
+			metaAt = time.Now()
+			var err error
+			if lastMeta, err = m.sendMetadata(w, c, &out, log, lastMeta); err != nil {
+				return err
+			}
+		}
+		_, end := log.LogRange()
+		if off >= end {
+			wctx, cancel := context.WithTimeout(ctx, m.opts.Heartbeat)
+			err := log.WaitAppended(wctx, off)
+			cancel()
+			if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			if err != nil { // idle: a heartbeat
+				if err := m.send(w, c, &out, m.epochAt(log, off), off, end, nil); err != nil {
+					return err
+				}
+				continue
+			}
+			_, end = log.LogRange()
+		}
+		frames, next, err := log.ReadFrames(off, buf[:0], m.opts.BatchBytes)
+		if err != nil {
+			return fmt.Errorf("ha: read the log at %d: %w", off, err)
+		}
+		buf = frames
+		if len(frames) == 0 {
+			off = next // the end of a segment: go on in the next
+			continue
+		}
+		eps := log.Epochs()
+		ep, stop := epochAt(eps, off, end)
+		if next > stop { // a transfer never spans epochs
+			frames, next = frames[:stop-off], stop
+		}
+		if err := m.send(w, c, &out, ep, off, max(end, next), frames); err != nil {
+			return err
+		}
+		off = next
+	}
+}
+
+// sendMetadata sends the log's metadata unless it is last, the
+// metadata sent before, and returns what it sent.
+func (m *Master) sendMetadata(w *bufio.Writer, c net.Conn, out *[]byte, log Log, last []byte) ([]byte, error) {
+	md, err := log.Metadata()
+	if err != nil {
+		m.opts.Logger.Warn("ha: metadata not read; replicas get it later", "err", err)
+		return last, nil
+	}
+	b, err := json.Marshal(md)
+	if err != nil {
+		return last, fmt.Errorf("ha: encode metadata: %w", err)
+	}
+	if bytes.Equal(b, last) {
+		return last, nil
+	}
+	if len(b) > MaxMessage-1 {
+		m.opts.Logger.Error("ha: metadata too large to send", "bytes", len(b))
+		return last, nil
+	}
+	*out = (&message{typ: typeMetadata, body: b}).encode((*out)[:0])
+	c.SetWriteDeadline(time.Now().Add(m.opts.Timeout))
+	if _, err := w.Write(*out); err != nil {
+		return last, fmt.Errorf("ha: send metadata: %w", err)
+	}
+	if err := w.Flush(); err != nil {
+		return last, fmt.Errorf("ha: send metadata: %w", err)
+	}
+	return b, nil
+}
+
+func (m *Master) send(w *bufio.Writer, c net.Conn, out *[]byte, ep epoch.Entry, off, end int64, frames []byte) error {
+	msg := message{typ: typeTransfer, epoch: ep, offset: off, end: end, frames: frames}
+	*out = msg.encode((*out)[:0])
+	c.SetWriteDeadline(time.Now().Add(m.opts.Timeout))
+	if _, err := w.Write(*out); err != nil {
+		return fmt.Errorf("ha: send: %w", err)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("ha: send: %w", err)
+	}
+	return nil
+}
+
+func (m *Master) epochAt(log Log, off int64) epoch.Entry {
+	ep, _ := epochAt(log.Epochs(), off, off)
+	return ep
+}
+
+// epochAt returns the epoch holding off and where it ends. Records
+// before the first epoch (a log written before its broker joined a
+// group) go as epoch 0 from offset 0.
+func epochAt(eps []epoch.Entry, off, end int64) (epoch.Entry, int64) {
+	i := len(eps) - 1
+	for i >= 0 && eps[i].Start > off {
+		i--
+	}
+	if i < 0 {
+		stop := end
+		if len(eps) > 0 {
+			stop = eps[0].Start
+		}
+		return epoch.Entry{}, stop
+	}
+	return eps[i], epoch.EndOf(eps, i, end)
+}
+
+func (m *Master) add(l *link, end int64) {
+	m.mu.Lock()
+	m.replicas[l] = struct{}{}
+	l.lag = end - l.acked
+	if l.lag == 0 {
+		l.caughtUp = time.Now()
+	}
+	m.signal()
+	m.mu.Unlock()
+}
+
+func (m *Master) remove(l *link) {
+	m.mu.Lock()
+	delete(m.replicas, l)
+	m.signal()
+	m.mu.Unlock()
+	m.opts.Logger.Info("ha: replica disconnected", "replica", l.id, "remote", l.addr, "acked", l.acked)
+}
+
+func (m *Master) ack(l *link, off, end int64) {
+	m.mu.Lock()
+	l.acked = max(l.acked, off)
+	l.lag = end - l.acked
+	if l.acked >= end {
+		l.caughtUp = time.Now()
+	}
+	m.signal()
+	m.mu.Unlock()
+}
+
+// signal wakes WaitReplicated. Called with mu held.
+func (m *Master) signal() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// inSync reports whether l counts as in sync now. Called with mu held.
+func (m *Master) inSync(l *link, now time.Time) bool {
+	return l.lag == 0 || now.Sub(l.caughtUp) < m.opts.MaxLag
+}
+
+// Replicas returns the connected replicas, by id.
+func (m *Master) Replicas() []ReplicaState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	out := make([]ReplicaState, 0, len(m.replicas))
+	for l := range m.replicas {
+		out = append(out, ReplicaState{ID: l.id, Addr: l.addr, Acked: l.acked, Lag: l.lag, InSync: m.inSync(l, now), Since: l.since, CaughtUp: l.caughtUp})
+	}
+	slices.SortFunc(out, func(a, b ReplicaState) int {
+		if a.ID != b.ID {
+			if a.ID < b.ID {
+				return -1
+			}
+			return 1
+		}
+		return a.Since.Compare(b.Since)
+	})
+	return out
+}
+
+// CheckWrite refuses a write with engine.ErrInSyncReplicasNotEnough while
+// fewer than MinInSync members (the master included) are in sync. It
+// allows every write with async replication.
+func (m *Master) CheckWrite() error {
+	if !m.opts.Sync {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	n := 1
+	for l := range m.replicas {
+		if m.inSync(l, now) {
+			n++
+		}
+	}
+	if n < m.opts.MinInSync {
+		return fmt.Errorf("%w: %d in sync of the %d required (the master included)", engine.ErrInSyncReplicasNotEnough, n, m.opts.MinInSync)
+	}
+	return nil
+}
+
+// WaitReplicated returns once MinInSync members, the master included,
+// hold the log below end, or engine.ErrReplicaTimeout after AckTimeout.
+// With async replication it returns at once.
+func (m *Master) WaitReplicated(ctx context.Context, end int64) error {
+	if !m.opts.Sync || m.opts.MinInSync <= 1 {
+		return nil
+	}
+	t := time.NewTimer(m.opts.AckTimeout)
+	defer t.Stop()
+	for {
+		m.mu.Lock()
+		n := 1
+		for l := range m.replicas {
+			if l.acked >= end {
+				n++
+			}
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		if n >= m.opts.MinInSync {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return fmt.Errorf("%w: %d of the %d members required hold it after %s", engine.ErrReplicaTimeout, n, m.opts.MinInSync, m.opts.AckTimeout)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", engine.ErrReplicaTimeout, ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/karmanmq/karman/engine/meta"
+)
+
+// Metadata is what a replica needs of its master besides the log: the
+// topics, the consumer groups and the committed consumer offsets.
+type Metadata struct {
+	Topics  []meta.Topic           `json:"topics"`
+	Groups  []meta.Group           `json:"groups"`
+	Offsets []meta.CommittedOffset `json:"offsets"`
+}
+
+// Metadata returns a snapshot of the engine's topics, groups and
+// committed offsets, for its replicas.
+func (e *Engine) Metadata() (Metadata, error) {
+	if err := e.checkOpen(); err != nil {
+		return Metadata{}, err
+	}
+	md := Metadata{Topics: e.meta.Topics(), Groups: e.meta.Groups()}
+	err := e.meta.AllOffsets(func(c meta.CommittedOffset) bool {
+		md.Offsets = append(md.Offsets, c)
+		return true
+	})
+	if err != nil {
+		return Metadata{}, fmt.Errorf("engine: metadata: %w", err)
+	}
+	return md, nil
+}
+
+// ApplyMetadata makes a replica's topics, groups and committed offsets
+// those of its master's snapshot md: topics and groups are created or
+// updated to match, offsets set as the master has them (ahead of what
+// the replica holds yet, too: it will). Topics and groups the master no
+// longer has are kept. A master refuses it (ErrNotReplica); a topic or
+// group that fails validation is skipped and reported in the error,
+// after the rest are applied.
+func (e *Engine) ApplyMetadata(md Metadata) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	if e.Role() != RoleReplica {
+		return fmt.Errorf("%w: a master's metadata is its own", ErrNotReplica)
+	}
+	var errs []error
+	for _, t := range md.Topics {
+		cur, err := e.meta.Topic(t.Name)
+		if err == nil && reflect.DeepEqual(cur, t) {
+			continue
+		}
+		if err := validateTopicConfig(&t); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := e.putTopic(t); err != nil {
+			return fmt.Errorf("engine: apply metadata: topic %s: %w", t.Name, err)
+		}
+	}
+	for _, g := range md.Groups {
+		cur, err := e.meta.Group(g.Name)
+		if err == nil && reflect.DeepEqual(cur, g) {
+			continue
+		}
+		if err := validateGroupConfig(g); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := e.meta.PutGroup(g); err != nil {
+			return fmt.Errorf("engine: apply metadata: group %s: %w", g.Name, err)
+		}
+	}
+	for _, c := range md.Offsets {
+		if cur, err := e.meta.Offset(c.Group, c.Topic, c.Queue); err == nil && cur == c.Offset {
+			continue
+		}
+		if c.Offset < 0 || c.Queue < 0 {
+			errs = append(errs, fmt.Errorf("%w: offset %d of %s in %s/%d", ErrInvalidArgument, c.Offset, c.Group, c.Topic, c.Queue))
+			continue
+		}
+		if err := e.meta.CommitOffset(c.Group, c.Topic, c.Queue, c.Offset); err != nil {
+			return fmt.Errorf("engine: apply metadata: offset of %s in %s/%d: %w", c.Group, c.Topic, c.Queue, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("engine: apply metadata: %d entries skipped: %w", len(errs), errs[0])
+	}
+	return nil
+}

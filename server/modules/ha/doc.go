@@ -1,0 +1,34 @@
+// Package ha is the server module cluster.ha: replication of a broker
+// group's commit log (package cluster/ha). Importing it (blank)
+// registers the module with server.Default; its flags are named "ha".
+//
+// Without --ha-role the module does nothing: the server is a single
+// broker. With it, the role is fixed for the life of the process (the
+// controller, which will change roles on failover, is to come):
+//
+//	--ha-role                  "master" or "replica"; empty: no replication
+//	--ha-addr                  where a master serves its replicas (":10912")
+//	--ha-master                the master's --ha-addr, host:port (replica)
+//	--ha-replication           "async" (default) or "sync": a master's sends
+//	                           wait for --ha-min-insync-replicas members
+//	--ha-min-insync-replicas   members, the master included, that must hold a
+//	                           message before a sync send is acknowledged (2)
+//	--ha-ack-timeout           how long a sync send waits for them (3s); past
+//	                           it the producer gets FLUSH_SLAVE_TIMEOUT
+//
+// Each start of a master begins a new epoch (the last recorded + 1), so
+// that a failover by hand (the replica restarted with --ha-role master,
+// the old master returning with --ha-role replica) leaves the old master
+// something to compare: it cuts its log back to where the two agree
+// before it copies the new master's.
+//
+// A replica's engine opens in replica mode (writes are refused with
+// SERVICE_NOT_AVAILABLE) and copies the master's log, which it
+// dispatches itself, so consumers may read from it. The group's name and
+// the segment size must agree with the master's; the master refuses a
+// replica whose do not. The master's listener is bound when the module
+// starts, not with the server's other listeners.
+//
+// Topics, groups and consumer offsets reach the replica as a snapshot
+// the master sends every second when they changed (see cluster/ha).
+package ha

@@ -1,0 +1,262 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/karmanmq/karman/cluster/ha"
+	"github.com/karmanmq/karman/engine"
+	karman "github.com/karmanmq/karman/server"
+)
+
+// ID and Name of the module; its flags are --ha-*.
+const (
+	ID   karman.ModuleID = "cluster.ha"
+	Name                 = "ha"
+	// DefaultAddr is where a master serves its replicas: RocketMQ's
+	// remoting port + 1.
+	DefaultAddr = ":10912"
+)
+
+// BrokerID is the remoting broker module, whose group name the module
+// uses.
+const BrokerID karman.ModuleID = "frontend.remoting"
+
+// Info describes the module.
+var Info = karman.ModuleInfo{
+	ID:   ID,
+	New:  func() karman.Module { return New() },
+	Name: Name,
+	// Before the broker, so that a master's replicas count from its
+	// first send.
+	Deps: []karman.Dependency{{ID: karman.PluginsID, Optional: true}},
+}
+
+func init() { karman.RegisterModule(Info) }
+
+var (
+	_ karman.FlagBinder       = (*Module)(nil)
+	_ karman.Validator        = (*Module)(nil)
+	_ karman.Provisioner      = (*Module)(nil)
+	_ karman.EngineConfigurer = (*Module)(nil)
+	_ karman.Starter          = (*Module)(nil)
+	_ karman.Stopper          = (*Module)(nil)
+)
+
+// Roles of --ha-role.
+const (
+	RoleNone    = ""
+	RoleMaster  = "master"
+	RoleReplica = "replica"
+)
+
+// Config holds the module's settings.
+type Config struct {
+	Role        string
+	Addr        string
+	Master      string
+	Replication string // "async" or "sync"
+	MinInSync   int
+	AckTimeout  time.Duration
+	BrokerName  string // of the group; from --broker-name
+}
+
+// Module is a running cluster.ha.
+type Module struct {
+	Config Config
+
+	fs      *pflag.FlagSet
+	master  *ha.Master
+	replica *ha.Replica
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	addr    net.Addr
+}
+
+// New returns the module with its defaults.
+func New() *Module {
+	return &Module{Config: Config{Addr: DefaultAddr, Replication: "async", MinInSync: 2, AckTimeout: 3 * time.Second}}
+}
+
+// KarmanModule describes the module.
+func (*Module) KarmanModule() karman.ModuleInfo { return Info }
+
+// BindFlags adds the --ha-* flags.
+func (m *Module) BindFlags(fs *pflag.FlagSet) {
+	c := &m.Config
+	m.fs = fs
+	fs.StringVar(&c.Role, Name+"-role", c.Role, `"master" or "replica" of a broker group; empty: no replication`)
+	fs.StringVar(&c.Addr, Name+"-addr", c.Addr, "where a master serves its replicas")
+	fs.StringVar(&c.Master, Name+"-master", c.Master, "the master's --ha-addr, host:port (replica)")
+	fs.StringVar(&c.Replication, Name+"-replication", c.Replication, `"async" or "sync": sync sends wait for --ha-min-insync-replicas members`)
+	fs.IntVar(&c.MinInSync, Name+"-min-insync-replicas", c.MinInSync, "members, the master included, that hold a message before a sync send is acknowledged")
+	fs.DurationVar(&c.AckTimeout, Name+"-ack-timeout", c.AckTimeout, "how long a sync send waits for the replicas")
+}
+
+// Validate checks the settings.
+func (m *Module) Validate() error {
+	c := &m.Config
+	switch c.Role {
+	case RoleNone:
+		return nil
+	case RoleMaster, RoleReplica:
+	default:
+		return fmt.Errorf("ha: --%s-role %q: want master or replica", Name, c.Role)
+	}
+	if c.Replication != "async" && c.Replication != "sync" {
+		return fmt.Errorf("ha: --%s-replication %q: want async or sync", Name, c.Replication)
+	}
+	if c.MinInSync < 1 {
+		return fmt.Errorf("ha: --%s-min-insync-replicas %d: at least 1 (the master)", Name, c.MinInSync)
+	}
+	if c.AckTimeout <= 0 {
+		return fmt.Errorf("ha: --%s-ack-timeout %s: must be positive", Name, c.AckTimeout)
+	}
+	if c.Role == RoleReplica && c.Master == "" {
+		return fmt.Errorf("ha: a replica needs --%s-master, the master's --%s-addr", Name, Name)
+	}
+	if c.Role == RoleMaster && c.Addr == "" {
+		return fmt.Errorf("ha: a master needs --%s-addr", Name)
+	}
+	return nil
+}
+
+// Provision reads the group name from the broker's flag.
+func (m *Module) Provision(karman.ProvisionContext) error {
+	m.Config.BrokerName = "broker-a"
+	if m.fs != nil {
+		if f := m.fs.Lookup("broker-name"); f != nil {
+			m.Config.BrokerName = f.Value.String()
+		}
+	}
+	return nil
+}
+
+// ConfigureEngine opens a replica's engine in replica mode and gives a
+// master's engine the replication's Replicator.
+func (m *Module) ConfigureEngine(o *engine.Options, _ map[string]net.Addr) error {
+	c := &m.Config
+	switch c.Role {
+	case RoleReplica:
+		o.Replica = true
+	case RoleMaster:
+		m.master = ha.NewMaster(ha.MasterOptions{
+			BrokerName:  c.BrokerName,
+			SegmentSize: o.SegmentSize,
+			Sync:        c.Replication == "sync",
+			MinInSync:   c.MinInSync,
+			AckTimeout:  c.AckTimeout,
+			Logger:      o.Logger,
+		})
+		o.Replicator = m.master
+	}
+	return nil
+}
+
+// Start serves the replicas (master) or follows the master (replica).
+func (m *Module) Start(ctx context.Context, h karman.Host) error {
+	c := &m.Config
+	if c.Role == RoleNone {
+		return nil
+	}
+	run, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	switch c.Role {
+	case RoleMaster:
+		// Without a controller to number epochs, each start of a master
+		// begins the next one: a former replica started as master (a
+		// failover by hand) writes in an epoch its old master never had,
+		// which that one, returning as a replica, cuts back to.
+		next := uint32(1)
+		if eps := h.Engine.Epochs(); len(eps) > 0 {
+			next = eps[len(eps)-1].Epoch + 1
+		}
+		if err := h.Engine.Promote(ctx, next); err != nil {
+			cancel()
+			return fmt.Errorf("ha: start epoch %d: %w", next, err)
+		}
+		ln, err := net.Listen("tcp", c.Addr)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("ha: listen on --%s-addr: %w", Name, err)
+		}
+		m.addr = ln.Addr()
+		h.Logger.Info("ha: serving replicas", "addr", ln.Addr().String(), "replication", c.Replication, "min_insync_replicas", c.MinInSync)
+		m.wg.Go(func() {
+			if err := m.master.Serve(run, ln, h.Engine); err != nil {
+				h.Logger.Error("ha: serving replicas stopped", "err", err)
+			}
+		})
+	case RoleReplica:
+		m.replica = ha.NewReplica(h.Engine, ha.ReplicaOptions{
+			BrokerName:  c.BrokerName,
+			ID:          fmt.Sprint(h.Addrs["broker"]),
+			SegmentSize: h.EngineOptions.SegmentSize,
+			Logger:      h.Logger,
+		})
+		m.wg.Go(func() { m.replica.Run(run, func() string { return c.Master }) })
+	}
+	if h.Metrics != nil {
+		if err := m.registerMetrics(h.Metrics); err != nil {
+			cancel()
+			m.wg.Wait()
+			return err
+		}
+	}
+	return nil
+}
+
+// Addr returns where a master serves its replicas, once started.
+func (m *Module) Addr() net.Addr { return m.addr }
+
+// Stop ends replication.
+func (m *Module) Stop(ctx context.Context) error {
+	if m.cancel == nil {
+		return nil
+	}
+	m.cancel()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return errors.Join(errors.New("ha: replication did not stop in time"), ctx.Err())
+	}
+}
+
+func (m *Module) registerMetrics(r prometheus.Registerer) error {
+	lag := prometheus.NewDesc("karman_replication_lag_bytes", "bytes of the master's commit log a replica does not hold, by replica (on a master) or of this replica", []string{"replica"}, nil)
+	insync := prometheus.NewDesc("karman_replication_in_sync", "1 while a replica counts as in sync, by replica (master)", []string{"replica"}, nil)
+	return r.Register(collector{m: m, lag: lag, insync: insync})
+}
+
+type collector struct {
+	m           *Module
+	lag, insync *prometheus.Desc
+}
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) { ch <- c.lag; ch <- c.insync }
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	if c.m.master != nil {
+		for _, r := range c.m.master.Replicas() {
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(r.Lag), r.ID)
+			in := 0.0
+			if r.InSync {
+				in = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.insync, prometheus.GaugeValue, in, r.ID)
+		}
+	}
+	if c.m.replica != nil {
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(c.m.replica.Lag()), "self")
+	}
+}

@@ -1,0 +1,191 @@
+package ha_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/protocol/remoting/peer"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+	"github.com/karmanmq/karman/server"
+	"github.com/karmanmq/karman/server/modules/ha"
+	_ "github.com/karmanmq/karman/server/modules/standard"
+)
+
+func start(t *testing.T, args ...string) *server.Server {
+	t.Helper()
+	opts, err := server.NewOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off",
+		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--log-level", "error"}
+	if err := opts.Flags.Parse(append(base, args...)); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(*opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return srv
+}
+
+func module(t *testing.T, srv *server.Server) *ha.Module {
+	t.Helper()
+	for _, m := range srv.Modules() {
+		if h, ok := m.(*ha.Module); ok {
+			return h
+		}
+	}
+	t.Fatal("no cluster.ha module")
+	return nil
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A master in sync replication with a replica, both karman servers, and
+// the real Go producer: sends are refused until the replica is in sync,
+// then each acknowledged message is on the replica; the replica's broker
+// refuses sends with SERVICE_NOT_AVAILABLE.
+func TestSyncReplicationWithGoProducer(t *testing.T) {
+	master := start(t, "--namesrv-addr", "127.0.0.1:0", "--ha-role", "master", "--ha-addr", "127.0.0.1:0",
+		"--ha-replication", "sync", "--ha-ack-timeout", "2s")
+	nsAddr := master.Addr("namesrv").String()
+	rlog.SetLogLevel("error")
+	p, err := producer.NewDefaultProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{nsAddr})),
+		producer.WithGroupName("ha-test"),
+		producer.WithSendMsgTimeout(3*time.Second),
+		producer.WithRetry(1),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown()
+	ctx := context.Background()
+	if err := master.Engine().CreateTopic(meta.Topic{Name: "Orders", ReadQueues: 4, WriteQueues: 4, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the topic's route", func() bool {
+		_, err := p.SendSync(ctx, primitive.NewMessage("Orders", []byte("probe")))
+		return err != nil && !isNoRoute(err)
+	})
+	// Alone, the master acknowledges nothing.
+	_, end := master.Engine().LogRange()
+	if res, err := p.SendSync(ctx, primitive.NewMessage("Orders", []byte("alone"))); err == nil {
+		t.Fatalf("a sync master with no replica acknowledged a send: %v", res)
+	}
+	if _, now := master.Engine().LogRange(); now != end {
+		t.Fatalf("the refused send stored %d bytes", now-end)
+	}
+
+	replica := start(t, "--namesrv-addr", "off", "--broker-namesrv", nsAddr,
+		"--ha-role", "replica", "--ha-master", module(t, master).Addr().String())
+	eventually(t, "the topic on the replica", func() bool {
+		_, err := replica.Engine().Topic("Orders")
+		return err == nil
+	})
+	eventually(t, "sends acknowledged", func() bool {
+		res, err := p.SendSync(ctx, primitive.NewMessage("Orders", []byte("first")))
+		return err == nil && res.Status == primitive.SendOK
+	})
+	want := map[string]bool{}
+	for i := range 100 {
+		body := fmt.Sprintf("order-%d", i)
+		res, err := p.SendSync(ctx, primitive.NewMessage("Orders", []byte(body)))
+		if err != nil || res.Status != primitive.SendOK {
+			t.Fatalf("send %d: %v %v", i, res, err)
+		}
+		want[body] = true
+	}
+	// Every acknowledged message is on the replica, indexed there.
+	re := replica.Engine()
+	if err := re.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for q := range int32(4) {
+		for off := int64(0); ; {
+			r, err := re.Pull(ctx, "Orders", q, off, 32, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range r.Records {
+				m, _, err := message.DecodeStored(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				delete(want, string(m.Body))
+			}
+			if r.NextOffset == off {
+				break
+			}
+			off = r.NextOffset
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("%d acknowledged messages are not on the replica", len(want))
+	}
+	if re.Role() != engine.RoleReplica {
+		t.Fatalf("the replica's engine is a %s", re.Role())
+	}
+
+	// The replica's broker refuses sends with the code producers retry
+	// elsewhere.
+	c, err := peer.Dial(ctx, replica.Addr("broker").String(), peer.Options{RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := wire.NewRequest(wire.SendMessage, nil)
+	req.EncodeHeader(&wire.SendMessageRequestHeader{ProducerGroup: "g", Topic: "Orders", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: time.Now().UnixMilli()})
+	req.Body = []byte("to the replica")
+	resp, err := c.Invoke(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wire.ResponseCode(resp.Code) != wire.ServiceNotAvailable {
+		t.Fatalf("a send to the replica: %v %q, want SERVICE_NOT_AVAILABLE", wire.ResponseCode(resp.Code), resp.Remark)
+	}
+}
+
+func isNoRoute(err error) bool {
+	return err != nil && (contains(err.Error(), "route") || contains(err.Error(), "No route"))
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
