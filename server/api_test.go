@@ -37,7 +37,7 @@ func startAPIServer(t *testing.T, hooks ...any) (*server.Server, string) {
 	}
 	err = opts.Flags.Parse([]string{
 		"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0",
-		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--log-level", "error",
+		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off", "--log-level", "error",
 	})
 	if err != nil {
 		t.Fatal(err)

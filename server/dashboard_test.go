@@ -154,7 +154,7 @@ func TestDashboardMetrics(t *testing.T) {
 	}
 	err = opts.Flags.Parse([]string{
 		"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0",
-		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--broker-name", "broker-t", "--broker-cluster", "ClusterT",
+		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off", "--broker-name", "broker-t", "--broker-cluster", "ClusterT",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func start(t *testing.T, args ...string) *server.Server {
 		t.Fatal(err)
 	}
 	base := []string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off",
-		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--log-level", "error"}
+		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off", "--log-level", "error"}
 	if err := opts.Flags.Parse(append(base, args...)); err != nil {
 		t.Fatal(err)
 	}
