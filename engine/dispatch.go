@@ -68,6 +68,10 @@ type dispatcher struct {
 	halves  []batchHalf
 	halfIDs map[string]int // id → index in halves
 	idBuf   []byte         // the ids of halves, back to back
+
+	rec     RouteRecord // the record shown to the router
+	routes  []string    // the router's answer, reused
+	nameBuf []byte      // a routed queue's name
 }
 
 // batchHalf is a half message indexed in the current batch.
@@ -401,8 +405,16 @@ func (d *dispatcher) index(off int64, payload []byte) error {
 	if err := d.resolveHalf(&p); err != nil {
 		return err
 	}
-	if len(p.lmq) > 0 && !parked(h.Topic) {
-		return d.indexLightQueues(p.lmq, entry)
+	if parked(h.Topic) {
+		return nil
+	}
+	if len(p.lmq) > 0 {
+		if err := d.indexLightQueues(p.lmq, entry); err != nil {
+			return err
+		}
+	}
+	if d.e.opts.Router != nil && !half {
+		return d.route(h.Topic, &p, h.Properties, entry)
 	}
 	return nil
 }
@@ -592,17 +604,26 @@ func (d *dispatcher) indexLightQueues(names []byte, entry queue.Entry) error {
 		if len(name) == 0 {
 			continue
 		}
-		q, err := d.e.lightQueue(string(name))
-		if err != nil {
+		if err := d.indexLightQueue(string(name), name, entry); err != nil {
 			return err
 		}
-		entry.Offset = q.next
-		q.next++
-		if err := d.qw.Add(&d.sorted, name, 0, entry); err != nil {
-			return err
-		}
-		d.touched[q] = q.next
 	}
+	return nil
+}
+
+// indexLightQueue appends the record to light queue name (nameBytes is
+// the same name).
+func (d *dispatcher) indexLightQueue(name string, nameBytes []byte, entry queue.Entry) error {
+	q, err := d.e.lightQueue(name)
+	if err != nil {
+		return err
+	}
+	entry.Offset = q.next
+	q.next++
+	if err := d.qw.Add(&d.sorted, nameBytes, 0, entry); err != nil {
+		return err
+	}
+	d.touched[q] = q.next
 	return nil
 }
 

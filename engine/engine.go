@@ -201,6 +201,11 @@ func (e *Engine) open() error {
 	if err := e.loadHandleKey(); err != nil {
 		return err
 	}
+	if l, ok := e.opts.Router.(RouteLoader); ok {
+		if err := l.LoadRoutes(e); err != nil {
+			return fmt.Errorf("engine: load routes: %w", err)
+		}
+	}
 	e.disp = newDispatcher(e)
 	return e.disp.recover()
 }

@@ -152,6 +152,11 @@ type Options struct {
 	// point costs a length check.
 	Hooks []any
 
+	// Router, when set, names extra light queues for every record the
+	// engine indexes (see Router); a Router that is also a RouteLoader
+	// loads its routes during Open. Default none: a nil check.
+	Router Router
+
 	// statfs, when set, replaces the file-system query of the disk
 	// monitor (tests).
 	statfs func(dir string) (used, total uint64, err error)

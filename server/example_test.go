@@ -33,6 +33,7 @@ func Example() {
 		"--data", dir, "--segment-size", "64MiB",
 		"--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0",
 		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0",
+		"--mqtt-addr", "127.0.0.1:0", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off",
 	})
 	if err != nil {
 		log.Fatal(err)

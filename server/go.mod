@@ -7,6 +7,7 @@ replace (
 	github.com/karmanmq/karman/engine => ../engine
 	github.com/karmanmq/karman/filter => ../filter
 	github.com/karmanmq/karman/protocol/grpc => ../protocol/grpc
+	github.com/karmanmq/karman/protocol/mqtt => ../protocol/mqtt
 	github.com/karmanmq/karman/protocol/remoting => ../protocol/remoting
 )
 
@@ -14,9 +15,11 @@ replace google.golang.org/genproto => google.golang.org/genproto v0.0.0-20261026
 
 require (
 	github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
+	github.com/coder/websocket v1.8.15
 	github.com/karmanmq/karman/cluster v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/engine v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/protocol/grpc v0.0.0-00010101000000-000000000000
+	github.com/karmanmq/karman/protocol/mqtt v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/protocol/remoting v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/pflag v1.0.9

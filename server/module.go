@@ -205,6 +205,10 @@ type Host struct {
 	// EngineOptions are the options Engine was opened with, defaults
 	// applied. Read only.
 	EngineOptions engine.Options
+	// Announce announces a listener the module bound itself (MQTT's
+	// WebSocket and TLS listeners) as the server does its own: a log
+	// line and "karman: <name> listening on <addr>" on Options.Announce.
+	Announce func(name string, addr net.Addr)
 }
 
 var validName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)

@@ -263,6 +263,7 @@ func (s *Server) start(ctx context.Context) error {
 				Metrics:       s.ms.Registry,
 				Addrs:         maps.Clone(addrs),
 				EngineOptions: engOpts,
+				Announce:      s.announce,
 			})
 			if err != nil {
 				if ln != nil {
@@ -393,11 +394,15 @@ func (s *Server) listen() (map[string]net.Listener, error) {
 		bound = append(bound, name)
 	}
 	for _, name := range bound {
-		addr := lns[name].Addr()
-		s.log.Info("listening", "listener", name, "addr", addr.String())
-		fmt.Fprintf(s.o.Announce, "karman: %s listening on %s\n", name, addr)
+		s.announce(name, lns[name].Addr())
 	}
 	return lns, nil
+}
+
+// announce logs a bound listener and prints it on Options.Announce.
+func (s *Server) announce(name string, addr net.Addr) {
+	s.log.Info("listening", "listener", name, "addr", addr.String())
+	fmt.Fprintf(s.o.Announce, "karman: %s listening on %s\n", name, addr)
 }
 
 // stats feeds the metrics collector; it holds the read lock so Close

@@ -4,8 +4,11 @@ go 1.26.0
 
 require (
 	github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
+	github.com/eclipse/paho.golang v0.23.0
+	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/karmanmq/karman/bench v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/engine v0.0.0-00010101000000-000000000000
+	github.com/karmanmq/karman/protocol/mqtt v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/protocol/remoting v0.0.0-00010101000000-000000000000
 	github.com/karmanmq/karman/server v0.0.0-00010101000000-000000000000
 	github.com/pierrec/lz4/v4 v4.1.33
@@ -18,10 +21,12 @@ require (
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
+	github.com/coder/websocket v1.8.15 // indirect
 	github.com/emirpasic/gods v1.12.0 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
+	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/hashicorp/go-hclog v1.6.3 // indirect
 	github.com/hashicorp/go-plugin v1.8.0 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
@@ -72,7 +77,6 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/karmanmq/karman/filter v0.0.0-00010101000000-000000000000 // indirect
 	github.com/karmanmq/karman/protocol/grpc v0.0.0-00010101000000-000000000000 // indirect
-	github.com/karmanmq/karman/protocol/mqtt v0.0.0-00010101000000-000000000000
 	github.com/klauspost/compress v1.20.3
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect

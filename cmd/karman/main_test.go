@@ -79,7 +79,8 @@ func run(t *testing.T, env []string, args ...string) (stdout, stderr string, cod
 
 // loopbackAddrs gives every front-end of serve a loopback port chosen at
 // run time, so tests never collide with a server on the default ports.
-var loopbackAddrs = []string{"--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}
+var loopbackAddrs = []string{"--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0",
+	"--mqtt-addr", "127.0.0.1:0", "--mqtt-ws-addr", "127.0.0.1:0", "--mqtt-tls-addr", "127.0.0.1:0"}
 
 func TestServe(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

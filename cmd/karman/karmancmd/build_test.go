@@ -115,7 +115,7 @@ func TestBuildWithThirdPartyModule(t *testing.T) {
 		t.Errorf("list-modules:\n%s", mods)
 	}
 
-	addrs := serveBuilt(t, bin, "--grpc-addr", "127.0.0.1:0", "--echo-addr", "127.0.0.1:0", "--echo-prefix", "echo: ")
+	addrs := serveBuilt(t, bin, "--grpc-addr", "127.0.0.1:0", "--mqtt-addr", "127.0.0.1:0", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off", "--echo-addr", "127.0.0.1:0", "--echo-prefix", "echo: ")
 	for _, name := range []string{"echo", "broker", "namesrv", "grpc", "http"} {
 		if addrs[name] == "" {
 			t.Errorf("serve announced no %s listener: %v", name, addrs)
@@ -175,7 +175,7 @@ func TestBuildWithoutGRPC(t *testing.T) {
 	if err == nil || !strings.Contains(string(msg), "unknown flag: --grpc-addr") {
 		t.Errorf("serve --grpc-addr: %v\n%s", err, msg)
 	}
-	addrs := serveBuilt(t, bin)
+	addrs := serveBuilt(t, bin, "--mqtt-addr", "127.0.0.1:0", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off")
 	if addrs["grpc"] != "" || addrs["broker"] == "" || addrs["namesrv"] == "" {
 		t.Errorf("serve announced %v", addrs)
 	}

@@ -38,7 +38,8 @@ func newServer(t testing.TB, args ...string) (*server.Server, error) {
 		t.Fatal(err)
 	}
 	base := []string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off",
-		"--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--grpc-addr", "off"}
+		"--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--grpc-addr", "off",
+		"--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off"}
 	if err := opts.Flags.Parse(append(base, args...)); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 )
 
 // TestStartOrder checks that the standard set resolves to the ACL and
-// the process plugins, whose hooks every front-end runs, then the name
-// server, then the broker that registers with it, then gRPC, by their
-// declared dependencies.
+// the process plugins, whose hooks every front-end runs, then MQTT and
+// the name server, then the broker that registers with the name server,
+// then gRPC, by their declared dependencies (ties broken by id).
 func TestStartOrder(t *testing.T) {
 	infos, err := server.Default.Resolve()
 	if err != nil {
@@ -21,7 +21,7 @@ func TestStartOrder(t *testing.T) {
 	for _, mi := range infos {
 		ids = append(ids, string(mi.ID))
 	}
-	if got, want := strings.Join(ids, " "), "auth.acl plugin.process frontend.namesrv frontend.remoting frontend.grpc"; got != want {
+	if got, want := strings.Join(ids, " "), "auth.acl plugin.process frontend.mqtt frontend.namesrv frontend.remoting frontend.grpc"; got != want {
 		t.Errorf("start order %q, want %q", got, want)
 	}
 	o, err := server.NewOptions()

@@ -96,7 +96,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"fine", Build{Output: "k", Without: []string{"frontend.grpc"}, Modules: []Module{{Path: "example.com/e", Dir: "../../karmancmd/testdata/echo"}}}, nil, ""},
 		{"no output", Build{}, ErrNoOutput, "--output"},
-		{"unknown id", Build{Output: "k", Without: []string{"frontend.mqtt"}}, ErrUnknownModule, "frontend.grpc, frontend.namesrv, frontend.remoting"},
+		{"unknown id", Build{Output: "k", Without: []string{"frontend.amqp"}}, ErrUnknownModule, "frontend.grpc, frontend.mqtt, frontend.namesrv, frontend.remoting"},
 		{"no directory", Build{Output: "k", Modules: []Module{{Path: "example.com/e", Dir: filepath.Join(dir, "absent")}}}, ErrLocalModule, "absent"},
 		{"a file", Build{Output: "k", Modules: []Module{{Path: "example.com/e", Dir: file}}}, ErrLocalModule, "not a directory"},
 		{"no go.mod", Build{Output: "k", Modules: []Module{{Path: "example.com/e", Dir: noMod}}}, ErrLocalModule, "has no go.mod"},
@@ -117,8 +117,8 @@ func TestMainFile(t *testing.T) {
 	}{
 		{nil, nil, []string{StandardPackage}},
 		{nil, []Module{{Path: "example.com/e"}, {Path: "example.com/e", Version: "v1.0.0"}}, []string{StandardPackage, "example.com/e"}},
-		{[]string{"frontend.grpc"}, nil, []string{Standard[0].Package, Standard[2].Package, Standard[3].Package, Standard[4].Package}},
-		{[]string{"auth.acl", "frontend.grpc", "frontend.namesrv", "frontend.remoting", "plugin.process"}, []Module{{Path: "example.com/e"}}, []string{"example.com/e"}},
+		{[]string{"frontend.grpc"}, nil, []string{Standard[0].Package, Standard[2].Package, Standard[3].Package, Standard[4].Package, Standard[5].Package}},
+		{[]string{"auth.acl", "frontend.grpc", "frontend.mqtt", "frontend.namesrv", "frontend.remoting", "plugin.process"}, []Module{{Path: "example.com/e"}}, []string{"example.com/e"}},
 	} {
 		src, err := MainFile(imports(tc.without, tc.mods))
 		if err != nil {

@@ -47,6 +47,7 @@ type StandardModule struct {
 var Standard = []StandardModule{
 	{ID: "auth.acl", Package: "github.com/karmanmq/karman/server/modules/auth"},
 	{ID: "frontend.grpc", Package: "github.com/karmanmq/karman/server/modules/grpc"},
+	{ID: "frontend.mqtt", Package: "github.com/karmanmq/karman/server/modules/mqtt"},
 	{ID: "frontend.namesrv", Package: "github.com/karmanmq/karman/server/modules/namesrv"},
 	{ID: "frontend.remoting", Package: "github.com/karmanmq/karman/server/modules/broker"},
 	{ID: "plugin.process", Package: "github.com/karmanmq/karman/server/modules/plugin"},

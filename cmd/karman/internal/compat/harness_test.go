@@ -65,6 +65,9 @@ type karman struct {
 	namesrv string // name server address
 	broker  string // broker address
 	grpc    string // gRPC endpoint address
+	mqtt    string // MQTT over TCP
+	mqttWS  string // MQTT over WebSocket (path /mqtt)
+	mqttTLS string // MQTT over TLS
 	http    string // HTTP address (/healthz, /metrics)
 	admin   *peer.Peer
 	// nodeTLS, when set, makes the Node.js clients use TLS and trust the
@@ -93,6 +96,15 @@ func (k *karman) readAnnouncements(r io.Reader) bool {
 		if a, ok := strings.CutPrefix(line, "karman: http listening on "); ok {
 			k.http = a
 		}
+		if a, ok := strings.CutPrefix(line, "karman: mqtt listening on "); ok {
+			k.mqtt = a
+		}
+		if a, ok := strings.CutPrefix(line, "karman: mqtt-ws listening on "); ok {
+			k.mqttWS = a
+		}
+		if a, ok := strings.CutPrefix(line, "karman: mqtt-tls listening on "); ok {
+			k.mqttTLS = a
+		}
 		if line == "karman: ready" {
 			break
 		}
@@ -103,7 +115,8 @@ func (k *karman) readAnnouncements(r io.Reader) bool {
 // listenArgs are the serve flags that put every listener on a loopback
 // port chosen at run time.
 var listenArgs = []string{"--http-addr", "127.0.0.1:0", "--namesrv-addr", "127.0.0.1:0",
-	"--broker-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}
+	"--broker-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0",
+	"--mqtt-addr", "127.0.0.1:0", "--mqtt-ws-addr", "127.0.0.1:0", "--mqtt-tls-addr", "127.0.0.1:0"}
 
 // startKarman runs serve with a fresh data directory until the test ends.
 func startKarman(t *testing.T, args ...string) *karman {

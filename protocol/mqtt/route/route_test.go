@@ -1,0 +1,115 @@
+package route
+
+import (
+	"context"
+	"testing"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/mqtt/mapping"
+)
+
+func queueBodies(t *testing.T, e *engine.Engine, filter string) []string {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Pull(ctx, QueueName(filter), 0, 0, 32, nil)
+	if err != nil {
+		return nil
+	}
+	defer res.Release()
+	var out []string
+	for _, r := range res.Records {
+		m, _, err := message.DecodeStored(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(m.Body))
+	}
+	return out
+}
+
+func TestRouter(t *testing.T) {
+	dir := t.TempDir()
+	r := New()
+	e, err := engine.Open(dir, &engine.Options{Router: r, SegmentSize: 1 << 20, AutoCreateTopics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"dev/+/temp", "dev/#", "#", "other"} {
+		if _, err := r.Add(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Add("other") // two holders
+	ctx := context.Background()
+	send := func(topic, tag, origin, body string) {
+		t.Helper()
+		m := &message.Message{Topic: topic, Body: []byte(body)}
+		if tag != "" {
+			m.SetTags(tag)
+		}
+		if origin != "" {
+			m.SetProperty(mapping.PropOriginTopic, origin)
+		}
+		if _, err := e.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("dev", "d1/temp", "", "1")      // a RocketMQ producer with a tag
+	send("dev", "x", "dev/d2/temp", "2") // an MQTT publish: origin wins
+	send("dev", "", "", "3")             // untagged: "dev"
+	send("other", "", "", "4")
+	want := map[string]string{"dev/+/temp": "1,2", "dev/#": "1,2,3", "#": "1,2,3,4", "other": "4"}
+	check := func() {
+		t.Helper()
+		for f, w := range want {
+			got := ""
+			for i, b := range queueBodies(t, e, f) {
+				if i > 0 {
+					got += ","
+				}
+				got += b
+			}
+			if got != w {
+				t.Errorf("%s: %q, want %q", f, got, w)
+			}
+		}
+	}
+	check()
+	if err := r.Release("other"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release("dev/#"); err != nil {
+		t.Fatal(err)
+	}
+	send("other", "", "", "5")
+	send("dev", "", "", "6")
+	want["other"] = "4,5"
+	want["#"] = "1,2,3,4,5,6"
+	check()
+	e.Close()
+
+	// The filters survive a restart; Sweep drops those nobody re-adds.
+	r = New()
+	e, err = engine.Open(dir, &engine.Options{Router: r, SegmentSize: 1 << 20, AutoCreateTopics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if n := r.Filters(); n != 3 {
+		t.Fatalf("%d filters after restart, want 3", n)
+	}
+	r.Add("#")
+	if err := r.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Filters(); n != 1 {
+		t.Fatalf("%d filters after Sweep, want 1", n)
+	}
+	send("dev", "d1/temp", "", "7")
+	want = map[string]string{"#": "1,2,3,4,5,6,7", "dev/+/temp": "1,2"}
+	check()
+}

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"time"
+)
+
+// attach binds connection c to the session of id, taking it over from a
+// connection that holds it, and reports whether a session was present.
+func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) (*session, bool, error) {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, false, ErrClosed
+		}
+		ss := s.sessions[id]
+		if ss != nil {
+			ss.mu.Lock()
+			old := ss.conn
+			ss.mu.Unlock()
+			if old != nil {
+				s.mu.Unlock()
+				old.takeover()
+				<-old.done
+				continue
+			}
+		}
+		var stale *session
+		present := false
+		if ss != nil && clean {
+			delete(s.sessions, id)
+			stale, ss = ss, nil
+		}
+		if ss == nil {
+			ss = newSession(s, id)
+			s.sessions[id] = ss
+		} else {
+			present = true
+		}
+		ss.mu.Lock()
+		ss.willPending = false // a reconnect cancels a delayed will [MQTT-3.1.3-9]
+		if ss.willTimer != nil {
+			ss.willTimer.Stop()
+			ss.willTimer = nil
+		}
+		if ss.expireTimer != nil {
+			ss.expireTimer.Stop()
+			ss.expireTimer = nil
+		}
+		ss.conn, ss.gone = c, time.Time{}
+		ss.version, ss.expiry = c.version, expiry
+		wasPersistent := ss.persist.Load()
+		ss.persist.Store(persist)
+		err := ss.saveLocked()
+		ss.mu.Unlock()
+		s.mu.Unlock()
+		if stale != nil {
+			s.endSession(stale)
+		}
+		if wasPersistent && !persist {
+			// Kept in memory for this connection only from now on.
+			if derr := ss.drop(); derr != nil && err == nil {
+				err = derr
+			}
+		}
+		if err != nil {
+			s.detach(c)
+			return nil, false, err
+		}
+		return ss, present, nil
+	}
+}
+
+// detach unbinds c from its session; a session that does not persist
+// ends.
+func (s *Server) detach(c *conn) {
+	ss := c.ss
+	if ss == nil {
+		return
+	}
+	s.mu.Lock()
+	ss.mu.Lock()
+	if ss.conn != c {
+		ss.mu.Unlock()
+		s.mu.Unlock()
+		return
+	}
+	ss.conn = nil
+	ss.gone = time.Now()
+	end := !ss.persist.Load()
+	if end && s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+	if !end {
+		if err := ss.saveLocked(); err != nil {
+			s.log.Warn("mqtt: save session", "client", ss.id, "err", err)
+		}
+		ss.scheduleExpiryLocked()
+	}
+	// QoS 1 messages of shared subscriptions go to other members.
+	var moved []*outFlight
+	for pid, f := range ss.out {
+		if f.group != nil && !f.rel {
+			moved = append(moved, f)
+			delete(ss.out, pid)
+		}
+	}
+	subs := make([]*subscription, 0, len(ss.subs))
+	for _, sub := range ss.subs {
+		subs = append(subs, sub)
+	}
+	persist := ss.persist.Load()
+	ss.mu.Unlock()
+	s.mu.Unlock()
+	for _, f := range moved {
+		if persist {
+			s.st.Delete(pidKey("i", ss.id, f.pid))
+		}
+		f.group.requeue(f.offset)
+	}
+	if end {
+		s.endSession(ss)
+		return
+	}
+	for _, sub := range subs {
+		if sub.shared != nil {
+			sub.shared.leave(ss, c) // not a connection that took the session since
+		}
+	}
+}
+
+// resume sends again what the session has in flight, in order, and
+// starts its subscriptions' delivery.
+func (c *conn) resume() {
+	ss := c.ss
+	ss.mu.Lock()
+	outs := make([]*outFlight, 0, len(ss.out))
+	for _, f := range ss.out {
+		outs = append(outs, f)
+	}
+	subs := make([]*subscription, 0, len(ss.subs))
+	for _, sub := range ss.subs {
+		subs = append(subs, sub)
+	}
+	ss.mu.Unlock()
+	sortOut(outs)
+	for _, f := range outs {
+		select { // they count against the client's receive maximum
+		case <-c.credits:
+		default:
+		}
+		if f.rel {
+			c.write(pubrel(f.pid))
+			continue
+		}
+		if !c.resend(f) {
+			ss.dropOut(c, f)
+		}
+	}
+	for _, sub := range subs {
+		c.startSub(sub)
+	}
+}

@@ -1,0 +1,618 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/mqtt/mapping"
+	"github.com/karmanmq/karman/protocol/mqtt/packet"
+)
+
+// conn is one client connection. Its reader goroutine (serve) decodes and
+// handles packets; the pumps of its subscriptions write PUBLISH packets;
+// writes are serialized by wmu.
+type conn struct {
+	s    *Server
+	nc   net.Conn
+	addr netip.AddrPort
+	dec  *packet.Decoder
+
+	version   byte
+	ss        *session
+	principal hook.Principal
+	hookCtx   context.Context // carries the hook.Client
+	ctx       context.Context
+	cancel    context.CancelFunc
+
+	wmu         sync.Mutex
+	wbuf        []byte
+	aliasOutMax int               // the client's Topic Alias Maximum (v5)
+	aliasesOut  map[string]uint16 // topic → alias given; under wmu
+
+	credits       chan struct{} // free outbound QoS > 0 slots
+	clientMaxSize int           // the client's Maximum Packet Size; 0 none
+	aliasIn       map[uint16]string
+	keepAlive     time.Duration
+	will          *mapping.Message
+	willDelay     uint32
+
+	pumpMu sync.Mutex
+	pumps  map[string]context.CancelFunc // by raw filter
+	pumpWG sync.WaitGroup
+
+	problemInfo bool // v5: the client takes reason strings on acknowledgements
+
+	clean     atomic.Bool // a DISCONNECT ended it: no will
+	takenOver atomic.Bool
+	stopping  atomic.Bool // the server is shutting down
+	done      chan struct{}
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, done: make(chan struct{}), pumps: map[string]context.CancelFunc{}}
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		c.addr = ap
+	}
+	// A small read buffer: idle connections hold it; larger packets are
+	// read into a buffer of their own.
+	c.dec = packet.NewDecoder(bufio.NewReaderSize(nc, 1024))
+	c.dec.FromClient = true
+	c.dec.MaxSize = s.opts.MaxPacketSize
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	return c
+}
+
+// write sends p at once, after whatever is queued.
+func (c *conn) write(p packet.Packet) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.appendLocked(p); err != nil {
+		return err
+	}
+	return c.flushLocked()
+}
+
+// queue adds p to what the next flush sends (a pump's batch), flushing
+// once 64 KiB are waiting.
+func (c *conn) queue(p packet.Packet) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.appendLocked(p); err != nil {
+		return err
+	}
+	if len(c.wbuf) >= 64<<10 {
+		return c.flushLocked()
+	}
+	return nil
+}
+
+// flush sends what is queued.
+func (c *conn) flush() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.flushLocked()
+}
+
+func (c *conn) appendLocked(p packet.Packet) error {
+	if pub, ok := p.(*packet.Publish); ok && c.aliasOutMax > 0 {
+		c.aliasOut(pub)
+	}
+	b, err := p.AppendTo(c.wbuf, c.version)
+	if err != nil {
+		return err
+	}
+	c.wbuf = b
+	return nil
+}
+
+func (c *conn) flushLocked() error {
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	timeout := c.s.opts.WriteTimeout
+	if c.stopping.Load() || c.takenOver.Load() {
+		timeout = time.Second // a last word, not a wait
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(timeout))
+	_, err := c.nc.Write(c.wbuf)
+	if cap(c.wbuf) > 256<<10 {
+		c.wbuf = nil // a large packet's buffer is not kept
+	} else {
+		c.wbuf = c.wbuf[:0]
+	}
+	if err != nil {
+		c.nc.Close() // the reader sees it and ends the connection
+		return err
+	}
+	return nil
+}
+
+// aliasOut gives a PUBLISH to the client a topic alias when the client
+// takes them: the first PUBLISH of a topic carries the topic and its new
+// alias, later ones the alias alone. Aliases are handed out in write
+// order (wmu held) until the client's maximum; topics past it go in full.
+func (c *conn) aliasOut(p *packet.Publish) {
+	if a, ok := c.aliasesOut[p.Topic]; ok {
+		p.Properties.TopicAlias = a
+		p.Topic = ""
+		return
+	}
+	if len(c.aliasesOut) >= c.aliasOutMax {
+		return
+	}
+	if c.aliasesOut == nil {
+		c.aliasesOut = map[string]uint16{}
+	}
+	a := uint16(len(c.aliasesOut) + 1)
+	c.aliasesOut[p.Topic] = a
+	p.Properties.TopicAlias = a
+}
+
+// takeover ends the connection for a new one of the same client id.
+func (c *conn) takeover() {
+	c.takenOver.Store(true)
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) // a write in progress ends soon
+	if c.version == packet.Version5 {
+		c.write(&packet.Disconnect{ReasonCode: packet.SessionTakenOver})
+	}
+	c.nc.Close()
+}
+
+// shutdown ends the connection as the server stops.
+func (c *conn) shutdown() {
+	c.stopping.Store(true)
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) // a write in progress ends soon
+	if c.ss != nil && c.version == packet.Version5 {
+		c.write(&packet.Disconnect{ReasonCode: packet.ServerShuttingDown})
+	}
+	c.nc.Close()
+	<-c.done
+}
+
+func (c *conn) serve() {
+	defer close(c.done)
+	defer c.nc.Close()
+	c.nc.SetReadDeadline(time.Now().Add(c.s.opts.ConnectTimeout))
+	p, err := c.dec.Read()
+	if err != nil {
+		c.refuseBadConnect(err)
+		return
+	}
+	cp, ok := p.(*packet.Connect)
+	if !ok {
+		return // not a CONNECT first: close [MQTT-3.1.0-1]
+	}
+	c.version = cp.Version
+	if !c.connect(cp) {
+		return
+	}
+	defer c.teardown()
+	c.readLoop()
+}
+
+// refuseBadConnect answers a CONNECT that did not decode, when the spec
+// has an answer.
+func (c *conn) refuseBadConnect(err error) {
+	var pe *packet.Error
+	if !errors.As(err, &pe) || pe.Type != packet.CONNECT {
+		return
+	}
+	switch {
+	case errors.Is(err, packet.ErrUnsupportedVersion):
+		if pe.Version == packet.Version5 {
+			c.version = packet.Version5
+			c.write(&packet.Connack{ReasonCode: packet.UnsupportedProtocolVersion})
+		} else if pe.Version != 0 {
+			c.version = packet.Version311
+			c.write(&packet.Connack{ReasonCode: packet.V3RefusedProtocolVersion})
+		}
+	case pe.Version == packet.Version5:
+		c.version = packet.Version5
+		c.write(&packet.Connack{ReasonCode: pe.Code})
+	}
+}
+
+func (c *conn) refuse(code packet.ReasonCode, reason string) bool {
+	c.s.refused.Add(1)
+	ack := &packet.Connack{ReasonCode: code}
+	if c.version == packet.Version5 {
+		ack.Properties.ReasonString = reason
+	} else {
+		ack.ReasonCode = packet.V3ConnackCode(code)
+	}
+	c.write(ack)
+	return false
+}
+
+func newClientID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "karman-" + hex.EncodeToString(b[:])
+}
+
+// connect handles the CONNECT; false: refused, the connection ends.
+func (c *conn) connect(cp *packet.Connect) bool {
+	s := c.s
+	v5 := cp.Version == packet.Version5
+	if int(s.nConns.Load()) >= s.opts.MaxConnections {
+		return c.refuse(packet.ServerBusy, "too many connections")
+	}
+	if v5 && cp.Properties.AuthMethod != "" {
+		return c.refuse(packet.BadAuthenticationMethod, "no authentication method is supported")
+	}
+	id, assigned := cp.ClientID, false
+	if id == "" {
+		if !v5 && !cp.CleanStart {
+			return c.refuse(packet.V3RefusedIdentifierRejected, "")
+		}
+		id, assigned = newClientID(), true
+	}
+	hooks := c.s.e.Hooks()
+	if len(hooks.Authenticators) > 0 {
+		pr, err := hooks.Authenticate(c.ctx, &hook.Credentials{Protocol: "mqtt", Addr: c.addr, Username: cp.Username, Password: cp.Password, ClientID: cp.ClientID})
+		if err != nil {
+			code := packet.NotAuthorized
+			if errors.Is(err, hook.ErrUnauthenticated) {
+				code = packet.BadUserNameOrPassword
+			}
+			return c.refuse(code, err.Error())
+		}
+		c.principal = pr
+	}
+	c.hookCtx = c.ctx
+	if !hooks.Empty() {
+		c.hookCtx = hook.NewContext(c.ctx, &hook.Client{Protocol: "mqtt", ID: id, Addr: c.addr, Principal: c.principal})
+	}
+	if w := cp.Will; w != nil {
+		m := fromPublish(&packet.Publish{QoS: w.QoS, Retain: w.Retain, Topic: w.Topic, Payload: w.Payload, Properties: w.Properties}, id)
+		if _, _, err := mapping.Split(w.Topic); err != nil || strings.HasPrefix(w.Topic, "$") {
+			return c.refuse(packet.TopicNameInvalid, "the will topic cannot be stored: "+w.Topic)
+		}
+		c.will, c.willDelay = m, w.Properties.WillDelay
+	}
+
+	// v3: clean session 0 persists for good; v5: as the expiry says.
+	persist, expiry := !cp.CleanStart, uint32(neverExpires)
+	if v5 {
+		expiry = cp.Properties.SessionExpiry
+		persist = expiry > 0
+	}
+	if !persist {
+		expiry = 0
+	}
+	quota := s.opts.MaxInflight
+	if v5 {
+		if rm := int(cp.Properties.ReceiveMaximum); cp.Properties.Has(packet.PropReceiveMaximum) && rm < quota {
+			quota = rm
+		}
+		c.clientMaxSize = int(cp.Properties.MaximumPacketSize)
+		c.aliasOutMax = min(int(cp.Properties.TopicAliasMaximum), 1024)
+		c.problemInfo = !cp.Properties.Has(packet.PropRequestProblemInfo) || cp.Properties.RequestProblemInfo != 0
+	}
+	c.credits = make(chan struct{}, quota)
+	for range quota {
+		c.credits <- struct{}{}
+	}
+	c.keepAlive = time.Duration(cp.KeepAlive) * time.Second
+	serverKA := false
+	if mx := s.opts.MaxKeepAlive; mx > 0 && (c.keepAlive == 0 || c.keepAlive > mx) {
+		c.keepAlive, serverKA = mx, true
+		if !v5 {
+			serverKA = false
+		}
+	}
+
+	ss, present, err := s.attach(c, id, cp.CleanStart, persist, expiry)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return c.refuse(packet.ServerShuttingDown, "shutting down")
+		}
+		s.log.Warn("mqtt: attach session", "client", id, "err", err)
+		return c.refuse(packet.ServerUnavailable, err.Error())
+	}
+	c.ss = ss
+	if c.will != nil {
+		if err := s.storeWill(id, c.will, c.willDelay); err != nil {
+			s.detach(c)
+			return c.refuse(packet.ServerUnavailable, err.Error())
+		}
+	}
+	ack := &packet.Connack{SessionPresent: present}
+	if v5 {
+		pr := &ack.Properties
+		if assigned {
+			pr.AssignedClientID = id
+		}
+		pr.ReceiveMaximum = uint16(min(s.opts.ReceiveMaximum, 65535))
+		pr.MaximumPacketSize = uint32(s.opts.MaxPacketSize)
+		pr.TopicAliasMaximum = uint16(s.opts.TopicAliasMaximum)
+		if serverKA {
+			pr.ServerKeepAlive = uint16(c.keepAlive / time.Second)
+			pr.SetPresent(packet.PropServerKeepAlive)
+		}
+	}
+	s.nConns.Add(1)
+	if err := c.write(ack); err != nil {
+		s.nConns.Add(-1)
+		s.detach(c)
+		return false
+	}
+	c.resume()
+	return true
+}
+
+// readLoop handles packets until the connection ends.
+func (c *conn) readLoop() {
+	for {
+		if c.keepAlive > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
+		} else {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		p, err := c.dec.Read()
+		if err != nil {
+			var pe *packet.Error
+			if errors.As(err, &pe) {
+				c.disconnect(pe.Code, pe.Error())
+			} else if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.takenOver.Load() {
+				c.disconnect(packet.KeepAliveTimeout, "")
+			}
+			return
+		}
+		if !c.handle(p) {
+			return
+		}
+	}
+}
+
+// disconnect sends a v5 DISCONNECT with code; v3 connections just close.
+func (c *conn) disconnect(code packet.ReasonCode, reason string) {
+	if c.version != packet.Version5 {
+		return
+	}
+	d := &packet.Disconnect{ReasonCode: code}
+	d.Properties.ReasonString = reason
+	c.write(d)
+}
+
+// handle handles one packet; false ends the connection.
+func (c *conn) handle(p packet.Packet) bool {
+	switch p := p.(type) {
+	case *packet.Publish:
+		return c.handlePublish(p)
+	case *packet.Puback:
+		c.ss.acked(c, p.PacketID)
+	case *packet.Pubrec:
+		c.ss.received(c, p.PacketID, p.ReasonCode)
+	case *packet.Pubcomp:
+		c.ss.acked(c, p.PacketID)
+	case *packet.Pubrel:
+		return c.handlePubrel(p)
+	case *packet.Subscribe:
+		return c.handleSubscribe(p)
+	case *packet.Unsubscribe:
+		return c.handleUnsubscribe(p)
+	case *packet.Pingreq:
+		return c.write(&packet.Pingresp{}) == nil
+	case *packet.Disconnect:
+		if c.version == packet.Version5 {
+			if p.Properties.Has(packet.PropSessionExpiry) {
+				c.ss.mu.Lock()
+				was := c.ss.expiry
+				if was == 0 && p.Properties.SessionExpiry != 0 {
+					c.ss.mu.Unlock()
+					c.disconnect(packet.ProtocolError, "session expiry cannot change from 0")
+					return false
+				}
+				c.ss.expiry = p.Properties.SessionExpiry
+				c.ss.persist.Store(c.ss.expiry > 0)
+				c.ss.mu.Unlock()
+			}
+			if p.ReasonCode == packet.DisconnectWithWillMessage {
+				return false
+			}
+		}
+		c.clean.Store(true)
+		return false
+	default: // AUTH: never asked for
+		c.disconnect(packet.ProtocolError, "unexpected "+p.Type().String())
+		return false
+	}
+	return true
+}
+
+// fromPublish returns the application message of a PUBLISH (or will),
+// copying what aliases the read buffer.
+func fromPublish(p *packet.Publish, publisher string) *mapping.Message {
+	m := &mapping.Message{
+		Topic: p.Topic, QoS: p.QoS, Retain: p.Retain, Publisher: publisher,
+		Payload: append([]byte(nil), p.Payload...),
+	}
+	pr := &p.Properties
+	if pr.Has(packet.PropPayloadFormat) {
+		m.PayloadFormat, m.HasPayloadFormat = pr.PayloadFormat, true
+	}
+	if pr.MessageExpiry > 0 {
+		m.ExpireAt = time.Now().Add(time.Duration(pr.MessageExpiry) * time.Second)
+	}
+	m.ContentType, m.ResponseTopic = pr.ContentType, pr.ResponseTopic
+	if pr.Has(packet.PropCorrelationData) {
+		m.CorrelationData = append([]byte{}, pr.CorrelationData...)
+	}
+	for _, u := range pr.UserProperties {
+		m.UserProperties = append(m.UserProperties, mapping.UserProperty{Key: u.Key, Value: u.Value})
+	}
+	return m
+}
+
+func (c *conn) pubAck(p *packet.Publish, code packet.ReasonCode, reason ...string) bool {
+	if c.version != packet.Version5 && code.IsError() {
+		code = packet.Success // 3.1.1 has no negative acknowledgement
+	}
+	var props packet.Properties
+	if code.IsError() && c.problemInfo && len(reason) > 0 {
+		props.ReasonString = reason[0]
+	}
+	switch p.QoS {
+	case 1:
+		return c.write(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+	case 2:
+		return c.write(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+	}
+	return true
+}
+
+func (c *conn) handlePublish(p *packet.Publish) bool {
+	s, v5 := c.s, c.version == packet.Version5
+	if v5 && p.Properties.TopicAlias != 0 {
+		a := p.Properties.TopicAlias
+		if int(a) > s.opts.TopicAliasMaximum {
+			c.disconnect(packet.TopicAliasInvalid, "topic alias above the maximum")
+			return false
+		}
+		if c.aliasIn == nil {
+			c.aliasIn = map[uint16]string{}
+		}
+		if p.Topic == "" {
+			t, ok := c.aliasIn[a]
+			if !ok {
+				c.disconnect(packet.ProtocolError, "unknown topic alias")
+				return false
+			}
+			p.Topic = t
+		} else {
+			c.aliasIn[a] = p.Topic
+		}
+	}
+	if p.Topic == "" {
+		c.disconnect(packet.ProtocolError, "empty topic")
+		return false
+	}
+	if p.QoS == 2 {
+		c.ss.mu.Lock()
+		_, dup := c.ss.qos2In[p.PacketID]
+		n := len(c.ss.qos2In)
+		c.ss.mu.Unlock()
+		if dup { // stored already: acknowledge again, store nothing
+			return c.write(&packet.Pubrec{PacketID: p.PacketID}) == nil
+		}
+		if n >= s.opts.ReceiveMaximum {
+			c.disconnect(packet.ReceiveMaximumExceeded, "")
+			return false
+		}
+	}
+	if strings.HasPrefix(p.Topic, "$") {
+		if !v5 {
+			return false
+		}
+		return c.pubAck(p, packet.TopicNameInvalid, "clients do not publish to $ topics")
+	}
+	first, _, err := mapping.Split(p.Topic)
+	if err != nil {
+		if !v5 {
+			return false
+		}
+		return c.pubAck(p, packet.TopicNameInvalid, err.Error())
+	}
+	hooks := s.e.Hooks()
+	if len(hooks.Authorizers) > 0 {
+		err := hooks.Authorize(c.hookCtx, c.principal, hook.ActionPub, hook.Topic(first))
+		if err == nil {
+			err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionPub, hook.MQTT(p.Topic))
+		}
+		if err != nil {
+			return c.pubAck(p, packet.NotAuthorized, err.Error())
+		}
+	}
+	s.bytesIn.Add(int64(len(p.Payload)))
+	if err := s.publish(c.hookCtx, fromPublish(p, c.ss.id)); err != nil {
+		if !v5 {
+			s.log.Debug("mqtt: publish failed; closing", "client", c.ss.id, "err", err)
+			return false
+		}
+		return c.pubAck(p, publishCode(err), err.Error())
+	}
+	if p.QoS == 2 {
+		c.ss.mu.Lock()
+		c.ss.qos2In[p.PacketID] = struct{}{}
+		persist := c.ss.persist.Load()
+		c.ss.mu.Unlock()
+		if persist {
+			if err := s.st.Put(pidKey("q", c.ss.id, p.PacketID), nil); err != nil {
+				return false // no PUBREC: the client sends it again
+			}
+		}
+	}
+	return c.pubAck(p, packet.Success)
+}
+
+// publishCode is the v5 reason code of a failed publish.
+func publishCode(err error) packet.ReasonCode {
+	switch {
+	case errors.Is(err, mapping.ErrTopic), errors.Is(err, engine.ErrTopicNotFound), errors.Is(err, message.ErrInvalidName):
+		return packet.TopicNameInvalid
+	case errors.Is(err, engine.ErrDiskFull):
+		return packet.QuotaExceeded
+	case errors.Is(err, engine.ErrRejected), errors.Is(err, engine.ErrNoPermission):
+		return packet.NotAuthorized
+	case errors.Is(err, engine.ErrMessageTooLarge):
+		return packet.PacketTooLarge
+	}
+	return packet.UnspecifiedError
+}
+
+func (c *conn) handlePubrel(p *packet.Pubrel) bool {
+	ss := c.ss
+	ss.mu.Lock()
+	_, ok := ss.qos2In[p.PacketID]
+	delete(ss.qos2In, p.PacketID)
+	persist := ss.persist.Load()
+	ss.mu.Unlock()
+	code := packet.Success
+	if !ok {
+		code = packet.PacketIdentifierNotFound
+		if c.version != packet.Version5 {
+			code = packet.Success
+		}
+	} else if persist {
+		if err := c.s.st.Delete(pidKey("q", ss.id, p.PacketID)); err != nil {
+			return false
+		}
+	}
+	return c.write(&packet.Pubcomp{PacketID: p.PacketID, ReasonCode: code}) == nil
+}
+
+// teardown ends the connection's part in its session.
+func (c *conn) teardown() {
+	c.cancel()
+	c.nc.Close()
+	c.pumpWG.Wait()
+	c.s.nConns.Add(-1)
+	if c.stopping.Load() {
+		// The server stops: the will stays stored and is published at
+		// the next start; the session is kept as it is.
+		c.s.detach(c)
+		return
+	}
+	if c.clean.Load() {
+		c.s.deleteWill(c.ss.id)
+	} else if c.will != nil {
+		c.s.willAtEnd(c)
+	}
+	c.s.detach(c)
+}
+
+var _ = io.EOF

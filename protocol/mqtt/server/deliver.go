@@ -1,0 +1,384 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/mqtt/mapping"
+	"github.com/karmanmq/karman/protocol/mqtt/packet"
+)
+
+func pubrel(pid uint16) *packet.Pubrel { return &packet.Pubrel{PacketID: pid} }
+
+func sortOut(outs []*outFlight) {
+	slices.SortFunc(outs, func(a, b *outFlight) int {
+		switch {
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+}
+
+// startSub starts delivering a subscription on c.
+func (c *conn) startSub(sub *subscription) {
+	if sub.group != "" {
+		if sub.shared != nil {
+			sub.shared.join(c.ss, c, sub)
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.pumpMu.Lock()
+	if old := c.pumps[sub.raw]; old != nil {
+		old()
+	}
+	c.pumps[sub.raw] = cancel
+	c.pumpWG.Add(1)
+	c.pumpMu.Unlock()
+	go func() {
+		defer c.pumpWG.Done()
+		c.pump(ctx, sub)
+	}()
+}
+
+// stopSub stops a subscription's pump.
+func (c *conn) stopSub(raw string) {
+	c.pumpMu.Lock()
+	if cancel := c.pumps[raw]; cancel != nil {
+		cancel()
+		delete(c.pumps, raw)
+	}
+	c.pumpMu.Unlock()
+}
+
+// pump delivers a non-shared subscription's queue to c.
+func (c *conn) pump(ctx context.Context, sub *subscription) {
+	s, ss := c.s, c.ss
+	for ctx.Err() == nil {
+		ss.mu.Lock()
+		off := sub.next
+		ss.mu.Unlock()
+		res, err := s.e.Pull(ctx, sub.queue, 0, off, 32, nil)
+		if err != nil {
+			var re *engine.OffsetRangeError
+			if errors.As(err, &re) {
+				ss.mu.Lock()
+				if sub.next == off {
+					sub.next = max(re.Min, min(off, re.Max))
+				}
+				ss.mu.Unlock()
+				if off < re.Max {
+					continue
+				}
+			} else if ctx.Err() == nil {
+				s.log.Warn("mqtt: pull", "client", ss.id, "filter", sub.raw, "err", err)
+			}
+			if res != nil {
+				res.Release()
+			}
+			if err := s.e.WaitForArrival(ctx, sub.queue, 0, off); err != nil && ctx.Err() == nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		if len(res.Records) == 0 {
+			next := res.NextOffset
+			res.Release()
+			ss.mu.Lock()
+			if sub.next == off {
+				sub.next = next
+			}
+			ss.mu.Unlock()
+			if next == off {
+				s.e.WaitForArrival(ctx, sub.queue, 0, off)
+			}
+			continue
+		}
+		if sub.o().qos == 0 && res.MaxOffset-off > s.opts.MaxQoS0Lag {
+			// Too slow for its QoS 0 messages: skip to the newest.
+			skipTo := res.MaxOffset - 1
+			s.droppedQoS0.Add(skipTo - off)
+			res.Release()
+			ss.mu.Lock()
+			if sub.next == off {
+				sub.next = skipTo
+			}
+			ss.mu.Unlock()
+			continue
+		}
+		msgs := make([]*message.Message, 0, len(res.Records))
+		for _, r := range res.Records {
+			if m, _, err := message.DecodeStored(r); err == nil {
+				msgs = append(msgs, m)
+			}
+		}
+		next := res.NextOffset
+		res.Release()
+		for _, m := range msgs {
+			if err := c.deliver(ctx, sub, m.QueueOffset, mapping.FromRocketMQ(m)); err != nil {
+				return
+			}
+		}
+		if c.flush() != nil {
+			return
+		}
+		ss.mu.Lock()
+		if sub.next <= next && ss.subs[sub.raw] == sub {
+			sub.next = next
+			ss.saveOffsetLocked(sub)
+		}
+		ss.mu.Unlock()
+	}
+}
+
+// outPublish builds the PUBLISH of m for a subscriber.
+func (c *conn) outPublish(m *mapping.Message, qos byte, retain bool, subID int) *packet.Publish {
+	p := &packet.Publish{Topic: m.Topic, QoS: qos, Retain: retain, Payload: m.Payload}
+	if c.version != packet.Version5 {
+		return p
+	}
+	pr := &p.Properties
+	if m.HasPayloadFormat {
+		pr.PayloadFormat = m.PayloadFormat
+		pr.SetPresent(packet.PropPayloadFormat)
+	}
+	if !m.ExpireAt.IsZero() {
+		pr.MessageExpiry = uint32(max(1, (time.Until(m.ExpireAt)+time.Second-1)/time.Second))
+	}
+	pr.ContentType, pr.ResponseTopic = m.ContentType, m.ResponseTopic
+	if m.CorrelationData != nil {
+		pr.CorrelationData = m.CorrelationData
+		pr.SetPresent(packet.PropCorrelationData)
+	}
+	for _, u := range m.UserProperties {
+		pr.UserProperties = append(pr.UserProperties, packet.UserProperty{Key: u.Key, Value: u.Value})
+	}
+	if subID > 0 {
+		pr.SubscriptionIdentifiers = []int{subID}
+	}
+	return p
+}
+
+// tooLarge reports whether p exceeds the client's Maximum Packet Size:
+// such a message is not sent and counts as delivered [MQTT-3.1.2-25].
+func (c *conn) tooLarge(p packet.Packet) bool {
+	return c.clientMaxSize > 0 && p.Size(c.version) > c.clientMaxSize
+}
+
+// deliver sends the message at queue offset off of sub. It returns an
+// error only when ctx ended before it could be sent.
+func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message) error {
+	ss := c.ss
+	o := sub.o()
+	if o.noLocal && m.Publisher == ss.id {
+		return nil
+	}
+	if !m.ExpireAt.IsZero() && !time.Now().Before(m.ExpireAt) {
+		return nil
+	}
+	qos := min(m.QoS, o.qos)
+	p := c.outPublish(m, qos, o.rap && m.Retain, o.subID)
+	if c.tooLarge(p) {
+		return nil
+	}
+	if qos == 0 {
+		if err := c.queue(p); err != nil {
+			return err
+		}
+		c.s.msgsOut.Add(1)
+		return nil
+	}
+	select {
+	case <-c.credits:
+	default:
+		// Out of slots: what is queued goes now, and the acks come.
+		if err := c.flush(); err != nil {
+			return err
+		}
+		select {
+		case <-c.credits:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	ss.mu.Lock()
+	if ss.subs[sub.raw] != sub {
+		ss.mu.Unlock()
+		c.credit()
+		return nil
+	}
+	pid, ok := ss.allocPID()
+	if !ok {
+		ss.mu.Unlock()
+		c.credit()
+		return errors.New("mqtt: no free packet id")
+	}
+	ss.seq++
+	f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, subID: o.subID}
+	ss.out[pid] = f
+	sub.inflight = append(sub.inflight, off)
+	sub.next = max(sub.next, off+1)
+	ss.mu.Unlock()
+	if err := ss.putOut(f); err != nil {
+		c.s.log.Warn("mqtt: store in-flight message", "client", ss.id, "err", err)
+	}
+	p.PacketID = pid
+	if err := c.queue(p); err != nil {
+		return err
+	}
+	c.s.msgsOut.Add(1)
+	return nil
+}
+
+// deliverMessage sends a message that is in no queue (a retained one)
+// with QoS qos; QoS > 0 is tracked in memory.
+func (c *conn) deliverMessage(m *mapping.Message, qos byte, subID int) {
+	if !m.ExpireAt.IsZero() && !time.Now().Before(m.ExpireAt) {
+		return
+	}
+	p := c.outPublish(m, qos, true, subID)
+	if c.tooLarge(p) {
+		return
+	}
+	if qos > 0 {
+		select {
+		case <-c.credits:
+		default:
+			return // the client has no room: skip it rather than block the reader
+		}
+		ss := c.ss
+		ss.mu.Lock()
+		pid, ok := ss.allocPID()
+		if !ok {
+			ss.mu.Unlock()
+			c.credit()
+			return
+		}
+		ss.seq++
+		ss.out[pid] = &outFlight{pid: pid, seq: ss.seq, qos: qos, msg: m, subID: subID, offset: -1}
+		ss.mu.Unlock()
+		p.PacketID = pid
+	}
+	if c.write(p) == nil {
+		c.s.msgsOut.Add(1)
+	}
+}
+
+// resend sends an in-flight message again after a reconnect; false when
+// it can no longer be read.
+func (c *conn) resend(f *outFlight) bool {
+	m := f.msg
+	if m == nil {
+		queue := ""
+		if f.group != nil {
+			queue = f.group.queue
+		} else {
+			c.ss.mu.Lock()
+			if sub := c.ss.subs[f.sub]; sub != nil {
+				queue = sub.queue
+			}
+			c.ss.mu.Unlock()
+		}
+		if queue == "" {
+			return false
+		}
+		res, err := c.s.e.Pull(c.ctx, queue, 0, f.offset, 1, nil)
+		if err != nil {
+			return false
+		}
+		if len(res.Records) == 0 {
+			res.Release()
+			return false
+		}
+		rm, _, err := message.DecodeStored(res.Records[0])
+		res.Release()
+		if err != nil || rm.QueueOffset != f.offset {
+			return false
+		}
+		m = mapping.FromRocketMQ(rm)
+	}
+	p := c.outPublish(m, f.qos, false, f.subID)
+	p.PacketID, p.Dup = f.pid, true
+	return c.write(p) == nil
+}
+
+// credit returns one outbound slot.
+func (c *conn) credit() {
+	select {
+	case c.credits <- struct{}{}:
+	default:
+	}
+}
+
+// acked ends an outbound message (PUBACK, PUBCOMP, or a failed PUBREC).
+func (ss *session) acked(c *conn, pid uint16) {
+	ss.mu.Lock()
+	f, ok := ss.out[pid]
+	var ops []engine.StateOp
+	persist := ss.persist.Load()
+	if ok {
+		delete(ss.out, pid)
+		if persist && f.msg == nil {
+			ops = append(ops, engine.StateOp{Key: pidKey("i", ss.id, pid), Delete: true})
+		}
+		if sub := ss.subs[f.sub]; sub != nil && f.group == nil && f.msg == nil {
+			sub.removeInflight(f.offset)
+			if op, changed := ss.offsetOpLocked(sub); changed {
+				ops = append(ops, op)
+			}
+		}
+	}
+	ss.mu.Unlock()
+	if !ok {
+		return
+	}
+	c.credit()
+	if len(ops) > 0 {
+		// The message is done and the offset moves past it in one write.
+		if err := ss.s.st.Apply(ops...); err != nil {
+			ss.s.log.Warn("mqtt: store acknowledgement", "client", ss.id, "err", err)
+		}
+	}
+	if f.group != nil {
+		f.group.done(f.offset)
+	}
+}
+
+// dropOut forgets an in-flight message that cannot be sent again.
+func (ss *session) dropOut(c *conn, f *outFlight) { ss.acked(c, f.pid) }
+
+// received handles a PUBREC: the message is delivered; PUBREL follows.
+func (ss *session) received(c *conn, pid uint16, code packet.ReasonCode) {
+	if code.IsError() {
+		ss.acked(c, pid)
+		return
+	}
+	ss.mu.Lock()
+	f, ok := ss.out[pid]
+	if ok {
+		f.rel = true
+	}
+	ss.mu.Unlock()
+	if !ok {
+		rel := pubrel(pid)
+		if c.version == packet.Version5 {
+			rel.ReasonCode = packet.PacketIdentifierNotFound
+		}
+		c.write(rel)
+		return
+	}
+	if err := ss.putOut(f); err != nil {
+		ss.s.log.Warn("mqtt: store in-flight state", "client", ss.id, "err", err)
+	}
+	c.write(pubrel(pid))
+}

@@ -1,0 +1,43 @@
+// Package server serves MQTT 3.1.1 and 5.0 clients on an engine opened
+// with the route.Router of the same server (see package mqtt for the
+// design).
+//
+//	r := route.New()
+//	e, _ := engine.Open(dir, &engine.Options{Router: r, AutoCreateTopics: true})
+//	srv, _ := server.New(e, r, nil)
+//	go srv.Serve(ln) // or srv.ServeConn(c) for each WebSocket or TLS stream
+//	defer srv.Close()
+//
+// What it does: CONNECT with assigned client ids, Session Present, server
+// keep alive, clean session/clean start and session expiry, takeover (5.0:
+// DISCONNECT 0x8E to the old connection); authentication of CONNECT and
+// authorization of PUBLISH (hook.Topic(first), then hook.MQTT(topic)) and
+// SUBSCRIBE (hook.MQTT(filter), and hook.Topic(first) for a literal first
+// level) through the engine's hooks, refused with 0x86/0x87 (5.0) or
+// return code 4/5, PUBACK/SUBACK 0x87 or SUBACK 0x80; QoS 0, 1 and 2;
+// wildcards and shared subscriptions (a member that leaves, or leaves QoS
+// 1 messages unacknowledged for Options.SharedStallTimeout, has them
+// delivered to another); retained messages with retain handling and
+// retain as published; wills, with the 5.0 will delay; topic aliases
+// both ways, message expiry, user properties, content type, payload
+// format, response topic and correlation data, subscription identifiers,
+// No Local, Receive Maximum and Maximum Packet Size both ways, reason
+// codes and strings; $SYS/broker/... statistics every
+// Options.SysInterval.
+//
+// Bounds: a packet is at most Options.MaxPacketSize; at most
+// Options.MaxConnections connections; Options.MaxInflight unacknowledged
+// QoS 1/2 messages per connection (below the client's Receive Maximum);
+// Options.ReceiveMaximum QoS 2 messages from a client awaiting PUBREL.
+// Messages waiting for a subscriber stay in the commit log, not in
+// memory; a QoS 0 subscription more than Options.MaxQoS0Lag messages
+// behind skips to the newest and the skipped ones are counted
+// (Stats.DroppedQoS0).
+//
+// Concurrency: each connection has a reader goroutine, which handles
+// every packet it reads, and one goroutine per non-shared subscription
+// that pulls the filter's queue and writes; writes are serialized per
+// connection. Each shared group has one goroutine while it has members.
+// Lock order: Server.mu, then session.mu, then sharedGroup.mu; conn.wmu
+// is taken alone.
+package server

@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/karmanmq/karman/protocol/mqtt/mapping"
+	"github.com/karmanmq/karman/protocol/mqtt/topic"
+)
+
+func matchFilter(filter, name string) bool { return topic.Match(filter, name) }
+
+// publish stores m in the commit log (and, when it is retained, in the
+// retained store) before it returns.
+func (s *Server) publish(ctx context.Context, m *mapping.Message) error {
+	r, err := mapping.ToRocketMQ(m)
+	if err != nil {
+		return err
+	}
+	if _, err := s.e.Send(ctx, r); err != nil {
+		return fmt.Errorf("mqtt: publish to %s: %w", m.Topic, err)
+	}
+	s.msgsIn.Add(1)
+	if m.Retain {
+		if err := s.retained.set(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retainStore holds the retained messages: in memory for matching, in
+// engine state (keys "t/"+topic) for restarts.
+type retainStore struct {
+	s    *Server
+	mu   sync.RWMutex
+	msgs map[string]*mapping.Message
+}
+
+func (r *retainStore) load() error {
+	return r.s.st.Scan("t/", func(k string, v []byte) error {
+		m, err := mapping.Unmarshal(v)
+		if err != nil {
+			r.s.log.Warn("mqtt: dropping an unreadable retained message", "key", k, "err", err)
+			return nil
+		}
+		r.msgs[m.Topic] = m
+		return nil
+	})
+}
+
+// set replaces the topic's retained message; an empty payload deletes it.
+func (r *retainStore) set(m *mapping.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(m.Payload) == 0 {
+		if _, ok := r.msgs[m.Topic]; !ok {
+			return nil
+		}
+		delete(r.msgs, m.Topic)
+		return r.s.st.Delete("t/" + m.Topic)
+	}
+	if err := r.s.st.Put("t/"+m.Topic, mapping.Marshal(m)); err != nil {
+		return err
+	}
+	r.msgs[m.Topic] = m
+	return nil
+}
+
+func (r *retainStore) matching(filter string) []*mapping.Message {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*mapping.Message
+	now := time.Now()
+	for t, m := range r.msgs {
+		if matchFilter(filter, t) && (m.ExpireAt.IsZero() || now.Before(m.ExpireAt)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (r *retainStore) count() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.msgs)
+}
+
+// Wills are stored under "w/"+client id while their connection lives, so
+// that a crash does not lose them: the next start publishes them.
+type willRecord struct {
+	M     json.RawMessage `json:"m"`
+	Delay uint32          `json:"d,omitempty"`
+}
+
+func (s *Server) storeWill(id string, m *mapping.Message, delay uint32) error {
+	b, _ := json.Marshal(willRecord{M: mapping.Marshal(m), Delay: delay})
+	return s.st.Put("w/"+id, b)
+}
+
+func (s *Server) deleteWill(id string) {
+	if err := s.st.Delete("w/" + id); err != nil {
+		s.log.Warn("mqtt: delete will", "client", id, "err", err)
+	}
+}
+
+// publishWill publishes and deletes the stored will of id.
+func (s *Server) publishWill(id string) {
+	v, ok, err := s.st.Get("w/" + id)
+	if err != nil || !ok {
+		return
+	}
+	var w willRecord
+	if json.Unmarshal(v, &w) == nil {
+		if m, err := mapping.Unmarshal(w.M); err == nil {
+			if err := s.publish(s.ctx, m); err != nil {
+				s.log.Warn("mqtt: publish will", "client", id, "err", err)
+			}
+		}
+	}
+	s.deleteWill(id)
+}
+
+// willAtEnd publishes the will of a connection that ended without a
+// DISCONNECT: at once, or after its delay while the session lives; a
+// session that ends first publishes it then (endSession).
+func (s *Server) willAtEnd(c *conn) {
+	ss := c.ss
+	ss.mu.Lock()
+	delay := c.willDelay
+	if delay == 0 || !ss.persist.Load() {
+		ss.mu.Unlock()
+		s.publishWill(ss.id)
+		return
+	}
+	ss.willPending = true
+	if ss.expiry == neverExpires || delay < ss.expiry {
+		var t *time.Timer
+		t = time.AfterFunc(time.Duration(delay)*time.Second, func() {
+			ss.mu.Lock()
+			mine := ss.willTimer == t && ss.willPending
+			if mine {
+				ss.willTimer, ss.willPending = nil, false
+			}
+			ss.mu.Unlock()
+			if mine {
+				s.publishWill(ss.id)
+			}
+		})
+		ss.willTimer = t
+	}
+	ss.mu.Unlock()
+}
+
+// publishOrphanWills publishes, at start, the wills of connections the
+// last run did not end; a will of a session that is still held keeps
+// its delay from now.
+func (s *Server) publishOrphanWills() error {
+	var ids []string
+	var delays []uint32
+	err := s.st.Scan("w/", func(k string, v []byte) error {
+		var w willRecord
+		json.Unmarshal(v, &w)
+		ids = append(ids, strings.TrimPrefix(k, "w/"))
+		delays = append(delays, w.Delay)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mqtt: load wills: %w", err)
+	}
+	for i, id := range ids {
+		ss := s.sessions[id]
+		if ss != nil && delays[i] > 0 {
+			c := &conn{ss: ss, willDelay: delays[i]}
+			s.willAtEnd(c)
+			continue
+		}
+		s.publishWill(id)
+	}
+	return nil
+}
