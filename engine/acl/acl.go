@@ -150,12 +150,17 @@ func compileUser(u User) (*compiled, error) {
 
 // Authenticate implements hook.Authenticator: a remoting or gRPC request
 // must be signed with its user's secret (a gRPC one also dated within
-// the clock skew); an MQTT client's password must be its user's secret.
-// The user must exist and be enabled.
+// the clock skew); an MQTT client's password must be its user's secret,
+// unless its TLS connection verified a client certificate, whose
+// subject's common name is then its user. The user must exist and be
+// enabled.
 func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) {
 	s := a.snap.Load()
 	if s == nil {
 		return hook.Principal{}, a.refuseAuth(c, "", hook.Unauthenticated("the access-control list is not loaded yet"))
+	}
+	if c.Protocol == "mqtt" && c.Certificate != nil {
+		return a.authenticateCert(s, c)
 	}
 	if c.Protocol == "mqtt" {
 		u := s.users[c.Username]
@@ -198,6 +203,25 @@ func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Princip
 		return hook.Principal{}, a.refuseAuth(c, c.AccessKey, err)
 	}
 	return hook.Principal{Name: u.user.Name}, nil
+}
+
+// authenticateCert authenticates an MQTT client by the certificate its
+// TLS connection verified: the subject's common name names the user; a
+// username, if given, must be that name; a password is not checked.
+func (a *ACL) authenticateCert(s *snapshot, c *hook.Credentials) (hook.Principal, error) {
+	name := c.Certificate.Subject.CommonName
+	switch u := s.users[name]; {
+	case name == "":
+		return hook.Principal{}, a.refuseAuth(c, c.Username, hook.Unauthenticated("the client certificate's subject has no common name"))
+	case c.Username != "" && c.Username != name:
+		return hook.Principal{}, a.refuseAuth(c, c.Username, hook.Unauthenticated("username "+c.Username+" is not the client certificate's common name "+name))
+	case u == nil:
+		return hook.Principal{}, a.refuseAuth(c, name, hook.Unauthenticated("the client certificate's common name "+name+" is no user"))
+	case u.disabled:
+		return hook.Principal{}, a.refuseAuth(c, name, hook.Unauthenticated("user "+name+" is disabled"))
+	default:
+		return hook.Principal{Name: u.user.Name}, nil
+	}
 }
 
 // dateLayout is the layout of x-mq-date-time.

@@ -3,6 +3,8 @@ package acl
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -391,6 +393,13 @@ func TestAuthenticate(t *testing.T) {
 	mqtt := func(user, pw string) *hook.Credentials {
 		return &hook.Credentials{Protocol: "mqtt", Username: user, Password: []byte(pw), ClientID: "c1"}
 	}
+	// cert: an MQTT client whose TLS connection verified a certificate
+	// of subject CN=cn.
+	cert := func(cn, user, pw string) *hook.Credentials {
+		c := mqtt(user, pw)
+		c.Certificate = &x509.Certificate{Subject: pkix.Name{CommonName: cn, Organization: []string{"devices"}}}
+		return c
+	}
 	for _, tc := range []struct {
 		name string
 		c    *hook.Credentials
@@ -412,10 +421,16 @@ func TestAuthenticate(t *testing.T) {
 		{"mqtt unknown", mqtt("ghost", "appsecret"), "bad username or password"},
 		{"mqtt no user", mqtt("", ""), "no username"},
 		{"mqtt disabled", mqtt("off", "offsecret"), "disabled"},
+		{"mqtt cert", cert("app", "", ""), ""},
+		{"mqtt cert and its username", cert("app", "app", "not checked"), ""},
+		{"mqtt cert and another username", cert("app", "off", "offsecret"), "username off is not the client certificate's common name app"},
+		{"mqtt cert unknown", cert("ghost", "", ""), "common name ghost is no user"},
+		{"mqtt cert disabled", cert("off", "", ""), "disabled"},
+		{"mqtt cert without a name", cert("", "app", "appsecret"), "no common name"},
 	} {
 		p, err := a.Authenticate(ctx, tc.c)
 		if tc.want == "" {
-			if err != nil || p.Name == "" {
+			if err != nil || p.Name != "app" {
 				t.Errorf("%s: %v, %+v", tc.name, err, p)
 			}
 			continue
@@ -431,11 +446,11 @@ func TestAuthenticate(t *testing.T) {
 		t.Errorf("no audit line for the wrong secret:\n%s", logs.String())
 	}
 	by, unlogged := a.Refusals()
-	if by[0].Unauthenticated != 5 || by[1].Unauthenticated != 4 || by[2].Unauthenticated != 4 {
+	if by[0].Unauthenticated != 5 || by[1].Unauthenticated != 4 || by[2].Unauthenticated != 8 {
 		t.Errorf("refusals = %+v", by)
 	}
-	if unlogged != 13-AuditBurst { // 13 refusals within one second of the fixed clock
-		t.Errorf("unlogged = %d, want %d", unlogged, 13-AuditBurst)
+	if unlogged != 17-AuditBurst { // 17 refusals within one second of the fixed clock
+		t.Errorf("unlogged = %d, want %d", unlogged, 17-AuditBurst)
 	}
 }
 

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"net/netip"
 	"strconv"
@@ -72,6 +73,10 @@ type Credentials struct {
 	Password []byte
 	// ClientID is the MQTT client identifier ("" for other protocols).
 	ClientID string
+	// Certificate is the client's certificate when the connection's TLS
+	// layer verified it against the client CAs it was given (MQTT over
+	// TLS with --mqtt-tls-client-ca); nil otherwise. Read-only.
+	Certificate *x509.Certificate
 	// Fields are the raw fields the credentials were taken from, for
 	// schemes of one's own: a remoting request's extFields, a gRPC
 	// call's RocketMQ headers (authorization and the x-mq-* headers,
