@@ -54,7 +54,10 @@
 // x-mq-date-time must be within Options.ClockSkew of the broker's clock,
 // which bounds how long a captured request can be replayed (remoting
 // requests carry nothing to bound it with). A request without
-// credentials is refused. MQTT: username and password.
+// credentials is refused. MQTT: username and password; or a client
+// certificate the TLS connection verified (hook.Credentials.Certificate),
+// whose subject's common name is the user, with no password (a username,
+// if given, must be that name).
 //
 // Each check reads an immutable, precompiled snapshot through an atomic
 // pointer: no lock and no allocation unless it refuses. Refusals are
