@@ -29,7 +29,7 @@ func (certHooks) Authenticate(_ context.Context, c *hook.Credentials) (hook.Prin
 	if c.Certificate != nil {
 		return hook.Principal{Name: "cert:" + c.Certificate.Subject.CommonName}, nil
 	}
-	if c.Username != "dev" || string(c.Password) != "secret" {
+	if (c.Username != "dev" && c.Username != "dev2") || string(c.Password) != "secret" {
 		return hook.Principal{}, hook.Unauthenticated("bad username or password")
 	}
 	return hook.Principal{Name: c.Username}, nil
@@ -46,31 +46,92 @@ func (certHooks) Authorize(_ context.Context, p hook.Principal, a hook.Action, r
 // over TLS with tc (nil: no TLS listener).
 func startGuarded(t *testing.T, tc *tls.Config) (plain, secure string) {
 	t.Helper()
-	r := route.New()
-	e, err := engine.Open(t.TempDir(), &engine.Options{Router: r, AutoCreateTopics: true, SegmentSize: 4 << 20, Hooks: []any{certHooks{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(e, r, nil)
-	if err != nil {
-		e.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close(); e.Close() })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
+	srv, plain, stop := serveGuarded(t, t.TempDir())
+	t.Cleanup(stop)
 	if tc == nil {
-		return ln.Addr().String(), ""
+		return plain, ""
 	}
 	tln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(tls.NewListener(tln, tc))
-	return ln.Addr().String(), tln.Addr().String()
+	return plain, tln.Addr().String()
+}
+
+// serveGuarded serves MQTT over TCP on an engine in dir with certHooks
+// until stop.
+func serveGuarded(t *testing.T, dir string) (srv *server.Server, addr string, stop func()) {
+	t.Helper()
+	r := route.New()
+	e, err := engine.Open(dir, &engine.Options{Router: r, AutoCreateTopics: true, SegmentSize: 4 << 20, Hooks: []any{certHooks{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err = server.New(e, r, nil)
+	if err != nil {
+		e.Close()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		e.Close()
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	return srv, ln.Addr().String(), func() { srv.Close(); e.Close() }
+}
+
+// TestSessionOwner: a persistent session is resumed by the user that
+// made it, across a restart, and not by another user connecting with its
+// client id, who starts a new session without its subscriptions.
+func TestSessionOwner(t *testing.T) {
+	dir := t.TempDir()
+	_, addr, stop := serveGuarded(t, dir)
+	login := func(addr, user, id string) (*raw, *packet.Connack) {
+		cp := &packet.Connect{ClientID: id, UsernameFlag: true, Username: user, PasswordFlag: true, Password: []byte("secret")}
+		cp.Properties.SessionExpiry = 300
+		return dialRaw(t, addr, packet.Version5, cp)
+	}
+	for _, id := range []string{"mine", "taken"} {
+		c, ack := login(addr, "dev", id)
+		if ack.ReasonCode != 0 || ack.SessionPresent {
+			t.Fatalf("%s: CONNACK %v present %v", id, ack.ReasonCode, ack.SessionPresent)
+		}
+		if sa := c.subscribe(1, packet.Subscription{Filter: "open/" + id, QoS: 1}); sa.ReasonCodes[0] != 1 {
+			t.Fatalf("%s: SUBACK %v", id, sa.ReasonCodes)
+		}
+		c.send(&packet.Disconnect{})
+		c.nc.Close()
+	}
+	stop()
+	_, addr, stop = serveGuarded(t, dir)
+	defer stop()
+	if _, ack := login(addr, "dev", "mine"); ack.ReasonCode != 0 || !ack.SessionPresent {
+		t.Fatalf("the owner after a restart: CONNACK %v present %v, want its session", ack.ReasonCode, ack.SessionPresent)
+	}
+	other, ack := login(addr, "dev2", "taken")
+	if ack.ReasonCode != 0 || ack.SessionPresent {
+		t.Fatalf("another user: CONNACK %v present %v, want a new session", ack.ReasonCode, ack.SessionPresent)
+	}
+	// The owner's subscription went with its session: a message to it
+	// does not reach the other user, who gets its own next.
+	if sa := other.subscribe(2, packet.Subscription{Filter: "open/dev2", QoS: 1}); sa.ReasonCodes[0] != 1 {
+		t.Fatalf("SUBACK %v", sa.ReasonCodes)
+	}
+	pub, _ := login(addr, "dev", "pub")
+	for i, topic := range []string{"open/taken", "open/dev2"} {
+		pub.send(&packet.Publish{PacketID: uint16(i + 1), QoS: 1, Topic: topic, Payload: []byte(topic)})
+		pub.expect(packet.PUBACK)
+	}
+	if p := other.expect(packet.PUBLISH).(*packet.Publish); p.Topic != "open/dev2" {
+		t.Fatalf("the other user received %s", p.Topic)
+	}
+	// And the owner, back, finds its session gone.
+	if _, ack := login(addr, "dev", "taken"); ack.SessionPresent {
+		t.Fatal("the owner resumed a session another user had taken")
+	}
 }
 
 // TestWillAuthorized: a will is a publish the client asks for at
