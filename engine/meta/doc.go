@@ -13,9 +13,9 @@
 //	'o' len(group) group len(topic) topic qid → big-endian int64 offset
 //	'p' len(group) group len(topic) topic qid → pop state (package pop)
 //	's' name                                  → a broker secret
-//	'f' len(namespace) namespace key          → front-end state (State)
 //	'u' name                                  → an access-control user with its
 //	                                            policies (package acl, JSON)
+//	'f' len(namespace) namespace key          → front-end state (State)
 //
 // A Store is safe for concurrent use.
 package meta

@@ -50,8 +50,8 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		want []string
 	}{
 		{"no output", []string{"--with", "example.com/karman-echo"}, nil, builder.ErrNoOutput, []string{"--output"}},
-		{"unknown module id", []string{"-o", out, "--without", "frontend.mqtt"}, nil, builder.ErrUnknownModule,
-			[]string{`"frontend.mqtt"`, "frontend.grpc, frontend.namesrv, frontend.remoting"}},
+		{"unknown module id", []string{"-o", out, "--without", "frontend.amqp"}, nil, builder.ErrUnknownModule,
+			[]string{`"frontend.amqp"`, "frontend.grpc, frontend.mqtt, frontend.namesrv, frontend.remoting"}},
 		{"invalid module path", []string{"-o", out, "--with", "example.com/karman echo"}, nil, builder.ErrInvalidPath,
 			[]string{"--with", `"example.com/karman echo"`, "' '"}},
 		{"file path as module", []string{"-o", out, "--with", "./testdata/echo"}, nil, builder.ErrInvalidPath,

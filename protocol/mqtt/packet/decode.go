@@ -201,6 +201,14 @@ type Decoder struct {
 	// only a server sends (CONNACK, SUBACK, UNSUBACK, PINGRESP, and
 	// Subscription Identifiers in a PUBLISH) and a second CONNECT.
 	FromClient bool
+	// Reserve, when set, is called with the size of each body that does
+	// not fit in the read buffer, before it is read; its error ends the
+	// Read. The release it returns is called at the next Read, once the
+	// packet is no longer in use, and the body's buffer is then not kept.
+	// A server bounds the memory of the packets its connections hold
+	// with it.
+	Reserve func(n int) (release func(), err error)
+	release func()
 }
 
 // NewDecoder returns a decoder reading from r, which it wraps in a
@@ -213,8 +221,18 @@ func NewDecoder(r io.Reader) *Decoder {
 	return &Decoder{r: br}
 }
 
+// Release calls the release of the last Reserve, if any: a server calls
+// it when it reads no more from the decoder.
+func (d *Decoder) Release() {
+	if d.release != nil {
+		d.release()
+		d.release, d.buf = nil, nil
+	}
+}
+
 // Read reads and decodes the next packet (see ReadPacket for errors).
 func (d *Decoder) Read() (Packet, error) {
+	d.Release()
 	first, rl, hdrLen, err := readHeader(d.r, d.Version)
 	if err != nil {
 		return nil, err
@@ -231,6 +249,12 @@ func (d *Decoder) Read() (Packet, error) {
 		}
 		_, _ = d.r.Discard(rl)
 	} else {
+		if d.Reserve != nil {
+			if d.release, err = d.Reserve(rl); err != nil {
+				d.release = nil
+				return nil, err
+			}
+		}
 		if body, err = readBody(d.r, d.buf, rl); err != nil {
 			return nil, err
 		}

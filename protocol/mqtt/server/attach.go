@@ -65,6 +65,7 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 			if derr := ss.drop(); derr != nil && err == nil {
 				err = derr
 			}
+			ss.stored.Store(false)
 		}
 		if err != nil {
 			s.detach(c)

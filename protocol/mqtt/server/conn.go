@@ -71,6 +71,12 @@ func newConn(s *Server, nc net.Conn) *conn {
 	// read into a buffer of their own.
 	c.dec = packet.NewDecoder(bufio.NewReaderSize(nc, 1024))
 	c.dec.FromClient = true
+	c.dec.Reserve = func(n int) (func(), error) {
+		if err := s.mem.acquire(c.ctx, int64(n)); err != nil {
+			return nil, err
+		}
+		return func() { s.mem.release(int64(n)) }, nil
+	}
 	c.dec.MaxSize = s.opts.MaxPacketSize
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	return c
@@ -165,6 +171,7 @@ func (c *conn) aliasOut(p *packet.Publish) {
 // takeover ends the connection for a new one of the same client id.
 func (c *conn) takeover() {
 	c.takenOver.Store(true)
+	defer c.cancel()                                   // a reader waiting for packet memory stops too
 	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) // a write in progress ends soon
 	if c.version == packet.Version5 {
 		c.write(&packet.Disconnect{ReasonCode: packet.SessionTakenOver})
@@ -175,6 +182,7 @@ func (c *conn) takeover() {
 // shutdown ends the connection as the server stops.
 func (c *conn) shutdown() {
 	c.stopping.Store(true)
+	defer c.cancel()
 	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) // a write in progress ends soon
 	if c.ss != nil && c.version == packet.Version5 {
 		c.write(&packet.Disconnect{ReasonCode: packet.ServerShuttingDown})
@@ -185,6 +193,7 @@ func (c *conn) shutdown() {
 
 func (c *conn) serve() {
 	defer close(c.done)
+	defer c.dec.Release()
 	defer c.nc.Close()
 	c.nc.SetReadDeadline(time.Now().Add(c.s.opts.ConnectTimeout))
 	p, err := c.dec.Read()

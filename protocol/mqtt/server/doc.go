@@ -30,7 +30,10 @@
 // codes and strings; $SYS/broker/... statistics every
 // Options.SysInterval.
 //
-// Bounds: a packet is at most Options.MaxPacketSize; at most
+// Bounds: a packet is at most Options.MaxPacketSize, and packets larger
+// than a connection's 1 KiB read buffer hold at most
+// Options.MaxPacketMemory bytes across connections (a connection waits,
+// unread, for room); at most
 // Options.MaxConnections connections; Options.MaxInflight unacknowledged
 // QoS 1/2 messages per connection (below the client's Receive Maximum);
 // Options.ReceiveMaximum QoS 2 messages from a client awaiting PUBREL.

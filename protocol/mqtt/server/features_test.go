@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -442,5 +443,119 @@ func TestSharedStalledMember(t *testing.T) {
 		pub := good.expect(packet.PUBLISH).(*packet.Publish)
 		seen[string(pub.Payload)] = true
 		good.send(&packet.Puback{PacketID: pub.PacketID})
+	}
+}
+
+// A connection silent for 1.5 times its keep alive is closed, and its
+// will published.
+func TestKeepAlive(t *testing.T) {
+	b := startBroker(t, "", nil)
+	w := dialV5(t, b.addr, &paho.Connect{ClientID: "watch", CleanStart: true})
+	w.sub("ka/#", 0)
+	cp := &packet.Connect{ClientID: "quiet", CleanStart: true, KeepAlive: 1,
+		Will: &packet.Will{Topic: "ka/quiet", Payload: []byte("timed out")}}
+	c, _ := dialRaw(t, b.addr, packet.Version311, cp)
+	start := time.Now()
+	c.closed()
+	if d := time.Since(start); d < 1400*time.Millisecond {
+		t.Fatalf("closed after %v, before 1.5 × the keep alive", d)
+	}
+	if got := w.wait(1); got[0].Topic != "ka/quiet" {
+		t.Fatalf("will %s", got[0].Topic)
+	}
+}
+
+// A QoS 0 subscription too far behind its queue skips to the newest
+// message, and the skipped ones are counted.
+func TestQoS0Lag(t *testing.T) {
+	b := startBroker(t, "", &server.Options{MaxQoS0Lag: 5})
+	s, _ := dialRaw(t, b.addr, packet.Version5, v5connect("slow", false, 300))
+	s.subscribe(1, packet.Subscription{Filter: "lag/#", QoS: 0})
+	s.nc.Close()
+	p, _ := dialRaw(t, b.addr, packet.Version5, v5connect("p", true, 0))
+	for i := range 20 {
+		p.publish(uint16(i+1), "lag/x", 1, fmt.Sprint(i))
+	}
+	b.e.WaitDispatched(context.Background()) // all 20 in the filter's queue
+	s, _ = dialRaw(t, b.addr, packet.Version5, v5connect("slow", false, 300))
+	if got := s.expect(packet.PUBLISH).(*packet.Publish); string(got.Payload) != "19" {
+		t.Fatalf("got %q first, want the newest, 19", got.Payload)
+	}
+	if n := b.srv.Stats().DroppedQoS0; n != 19 {
+		t.Fatalf("DroppedQoS0 %d, want 19", n)
+	}
+}
+
+// A client over our Receive Maximum of QoS 2 messages awaiting PUBREL is
+// disconnected with 0x93; a packet over our Maximum Packet Size with 0x95.
+func TestInboundLimits(t *testing.T) {
+	b := startBroker(t, "", &server.Options{ReceiveMaximum: 2, MaxPacketSize: 1024})
+	c, ack := dialRaw(t, b.addr, packet.Version5, v5connect("lim", true, 0))
+	if ack.Properties.ReceiveMaximum != 2 || ack.Properties.MaximumPacketSize != 1024 {
+		t.Fatalf("CONNACK %+v", ack.Properties)
+	}
+	for i := range 3 {
+		c.send(&packet.Publish{PacketID: uint16(i + 1), QoS: 2, Topic: "lim/x", Payload: []byte("x")})
+	}
+	c.expect(packet.PUBREC)
+	c.expect(packet.PUBREC)
+	if got := c.closed(); len(got) != 1 || got[0].(*packet.Disconnect).ReasonCode != packet.ReceiveMaximumExceeded {
+		t.Fatalf("over receive maximum: %v", got)
+	}
+	c, _ = dialRaw(t, b.addr, packet.Version5, v5connect("big", true, 0))
+	c.send(&packet.Publish{QoS: 0, Topic: "lim/x", Payload: make([]byte, 2000)})
+	if got := c.closed(); len(got) != 1 || got[0].(*packet.Disconnect).ReasonCode != packet.PacketTooLarge {
+		t.Fatalf("over maximum packet size: %v", got)
+	}
+}
+
+// Large packets wait for room in MaxPacketMemory: a second connection's
+// packet is not read while the first one's holds the memory.
+func TestPacketMemory(t *testing.T) {
+	b := startBroker(t, "", &server.Options{MaxPacketSize: 8 << 10, MaxPacketMemory: 8 << 10})
+	a, _ := dialRaw(t, b.addr, packet.Version311, &packet.Connect{ClientID: "a", CleanStart: true})
+	c, _ := dialRaw(t, b.addr, packet.Version311, &packet.Connect{ClientID: "c", CleanStart: true})
+	big := func(pid uint16, fill byte) []byte {
+		b, _ := (&packet.Publish{QoS: 1, PacketID: pid, Topic: "mem/x", Payload: bytes.Repeat([]byte{fill}, 5000)}).AppendTo(nil, packet.Version311)
+		return b
+	}
+	pa := big(1, 'a')
+	a.nc.Write(pa[:100]) // a's packet is being read: 5 KiB reserved
+	deadline := time.Now().Add(5 * time.Second)
+	for b.srv.Stats().PacketMemory == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a's packet reserved no memory")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.nc.Write(big(2, 'c')) // c's does not fit beside it
+	c.nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if p, err := c.dec.Read(); err == nil {
+		t.Fatalf("c got %s while a's packet held the memory", p.Type())
+	}
+	a.nc.Write(pa[100:])
+	a.expect(packet.PUBACK)
+	a.send(&packet.Pingreq{}) // a's next read gives the memory back
+	a.expect(packet.PINGRESP)
+	if ack := c.expect(packet.PUBACK).(*packet.Puback); ack.PacketID != 2 {
+		t.Fatalf("PUBACK %d", ack.PacketID)
+	}
+}
+
+// A DISCONNECT that sets the session expiry to 0 ends the session, stored
+// state included: after a restart it is not present.
+func TestDisconnectEndsSession(t *testing.T) {
+	b := startBroker(t, "", nil)
+	c, _ := dialRaw(t, b.addr, packet.Version5, v5connect("short", false, 600))
+	c.subscribe(1, packet.Subscription{Filter: "end/#", QoS: 1})
+	d := &packet.Disconnect{}
+	d.Properties.SessionExpiry = 0
+	d.Properties.SetPresent(packet.PropSessionExpiry)
+	c.send(d)
+	c.closed()
+	b.restart()
+	_, ack := dialRaw(t, b.addr, packet.Version5, v5connect("short", false, 600))
+	if ack.SessionPresent {
+		t.Fatal("the session outlived a DISCONNECT with expiry 0")
 	}
 }

@@ -56,6 +56,12 @@ type Options struct {
 	// SysInterval is how often $SYS/broker/... statistics are
 	// published; default 10 s.
 	SysInterval time.Duration
+	// MaxPacketMemory bounds the bytes of packets larger than a
+	// connection's read buffer held across all connections, from their
+	// reading until they are handled; a connection whose packet does not
+	// fit waits, unread, until there is room. Default 256 MiB, and at
+	// least MaxPacketSize.
+	MaxPacketMemory int64
 	// SharedStallTimeout is how long a member of a shared subscription
 	// may leave a QoS 1 message unacknowledged before it is handed to
 	// another member. Default 30 s.
@@ -93,6 +99,9 @@ func (o *Options) defaults(e *engine.Engine) {
 	if o.SysInterval <= 0 {
 		o.SysInterval = 10 * time.Second
 	}
+	if o.MaxPacketMemory < int64(o.MaxPacketSize) {
+		o.MaxPacketMemory = max(256<<20, int64(o.MaxPacketSize))
+	}
 	if o.SharedStallTimeout <= 0 {
 		o.SharedStallTimeout = 30 * time.Second
 	}
@@ -109,6 +118,7 @@ type Stats struct {
 	Subscriptions   int64
 	BytesIn         int64
 	RefusedConnects int64
+	PacketMemory    int64 // bytes of large packets held (MaxPacketMemory)
 }
 
 // Server is an MQTT 3.1.1 and 5.0 server on an engine.
@@ -131,6 +141,7 @@ type Server struct {
 	closed   bool
 
 	retained *retainStore
+	mem      *budget // bytes of large packets being read or handled
 
 	nConns                                         atomic.Int64
 	msgsIn, msgsOut, droppedQoS0, bytesIn, refused atomic.Int64
@@ -158,6 +169,7 @@ func New(e *engine.Engine, router *route.Router, opts *Options) (*Server, error)
 		shared: map[string]*sharedGroup{}, started: time.Now(),
 	}
 	s.retained = &retainStore{s: s, msgs: map[string]*mapping.Message{}}
+	s.mem = &budget{free: o.MaxPacketMemory}
 	if err := s.retained.load(); err != nil {
 		cancel()
 		return nil, err
@@ -288,5 +300,51 @@ func (s *Server) Stats() Stats {
 		Connections: s.nConns.Load(), Sessions: sessions, Subscriptions: subs,
 		MessagesIn: s.msgsIn.Load(), MessagesOut: s.msgsOut.Load(), DroppedQoS0: s.droppedQoS0.Load(),
 		Retained: int64(s.retained.count()), BytesIn: s.bytesIn.Load(), RefusedConnects: s.refused.Load(),
+		PacketMemory: s.opts.MaxPacketMemory - s.mem.available(),
 	}
+}
+
+// budget is a count of bytes that waiters take and give back.
+type budget struct {
+	mu   sync.Mutex
+	free int64
+	wait chan struct{} // closed when bytes come back; nil while nobody waits
+}
+
+// acquire takes n bytes, waiting for them until ctx ends.
+func (b *budget) acquire(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		if b.free >= n {
+			b.free -= n
+			b.mu.Unlock()
+			return nil
+		}
+		if b.wait == nil {
+			b.wait = make(chan struct{})
+		}
+		ch := b.wait
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (b *budget) available() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.free
+}
+
+func (b *budget) release(n int64) {
+	b.mu.Lock()
+	b.free += n
+	if b.wait != nil {
+		close(b.wait)
+		b.wait = nil
+	}
+	b.mu.Unlock()
 }

@@ -86,6 +86,7 @@ type session struct {
 	owner   string // the principal of the connections that hold it; set under Server.mu and mu
 	version byte
 	persist atomic.Bool // kept after the connection ends
+	stored  atomic.Bool // has state in the store (persists, or did)
 	expiry  uint32      // seconds after the connection ends; neverExpires
 	subs    map[string]*subscription
 	out     map[uint16]*outFlight
@@ -159,6 +160,7 @@ func (ss *session) saveLocked() error {
 		return nil
 	}
 	b, _ := json.Marshal(ss.record())
+	ss.stored.Store(true)
 	return ss.s.st.Put(sessKey(ss.id), b)
 }
 
@@ -241,6 +243,7 @@ func (s *Server) loadSessions() error {
 		ss := newSession(s, strings.TrimPrefix(k, "s/"))
 		ss.version, ss.expiry, ss.owner = r.V, r.E, r.U
 		ss.persist.Store(true)
+		ss.stored.Store(true)
 		ss.gone = now // connected at the crash: its connection ended now
 		if r.Gone != 0 {
 			ss.gone = time.UnixMilli(r.Gone)
@@ -402,7 +405,7 @@ func (s *Server) endSession(ss *session) {
 		ss.expireTimer.Stop()
 		ss.expireTimer = nil
 	}
-	persist := ss.persist.Load()
+	stored := ss.stored.Load()
 	ss.mu.Unlock()
 	for _, f := range outs {
 		if f.group != nil {
@@ -415,7 +418,8 @@ func (s *Server) endSession(ss *session) {
 	if willWaiting {
 		s.publishWill(ss.id)
 	}
-	if persist {
+	if stored {
+		// Also a session whose expiry a DISCONNECT set to 0.
 		if err := ss.drop(); err != nil {
 			s.log.Warn("mqtt: drop session state", "client", ss.id, "err", err)
 		}

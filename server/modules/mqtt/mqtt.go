@@ -62,6 +62,7 @@ type Config struct {
 	MaxInflight     int
 	MaxQoS0Lag      int64
 	MaxConnections  int
+	MaxPacketMemory int64
 }
 
 // Module is the MQTT module.
@@ -90,6 +91,7 @@ func (m *Module) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxInflight, Name+"-max-inflight", 128, "QoS 1 and 2 messages sent to a client and not yet acknowledged, at most (below the client's receive maximum)")
 	fs.Int64Var(&c.MaxQoS0Lag, Name+"-max-qos0-lag", 10000, "messages a QoS 0 subscriber may fall behind before the ones in between are dropped and counted")
 	fs.IntVar(&c.MaxConnections, Name+"-max-connections", 100000, "open MQTT connections, at most")
+	fs.Int64Var(&c.MaxPacketMemory, Name+"-max-packet-memory", 256<<20, "bytes of large MQTT packets held across connections; a connection whose packet does not fit waits, unread")
 }
 
 // Validate checks the settings and loads the TLS certificate.
@@ -103,6 +105,9 @@ func (m *Module) Validate() error {
 	}
 	if c.MaxConnections < 1 {
 		return fmt.Errorf("mqtt: --mqtt-max-connections %d: want at least 1", c.MaxConnections)
+	}
+	if c.MaxPacketMemory < 1<<20 {
+		return fmt.Errorf("mqtt: --mqtt-max-packet-memory %d: want at least 1 MiB", c.MaxPacketMemory)
 	}
 	if c.TLSAddr == "off" {
 		if c.TLSClientCA != "" {
@@ -151,6 +156,8 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 		MaxInflight:    m.Config.MaxInflight,
 		MaxQoS0Lag:     m.Config.MaxQoS0Lag,
 		MaxConnections: m.Config.MaxConnections,
+		// Not below the largest packet: the server raises it to that.
+		MaxPacketMemory: m.Config.MaxPacketMemory,
 	})
 	if err != nil {
 		return err
@@ -263,6 +270,7 @@ func registerMetrics(reg prometheus.Registerer, srv *mqttserver.Server) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "karman_mqtt_messages_in_total", Help: "MQTT PUBLISH packets received and stored."}, stat(func(s mqttserver.Stats) int64 { return s.MessagesIn })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "karman_mqtt_messages_out_total", Help: "MQTT PUBLISH packets sent."}, stat(func(s mqttserver.Stats) int64 { return s.MessagesOut })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "karman_mqtt_dropped_qos0_total", Help: "QoS 0 messages skipped for subscribers too slow to take them."}, stat(func(s mqttserver.Stats) int64 { return s.DroppedQoS0 })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "karman_mqtt_packet_memory_bytes", Help: "Bytes of large MQTT packets held (--mqtt-max-packet-memory)."}, stat(func(s mqttserver.Stats) int64 { return s.PacketMemory })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "karman_mqtt_refused_connects_total", Help: "MQTT CONNECTs refused."}, stat(func(s mqttserver.Stats) int64 { return s.RefusedConnects })),
 	} {
 		reg.Register(c)

@@ -9,9 +9,10 @@ import (
 )
 
 // TestStartOrder checks that the standard set resolves to the ACL and
-// the process plugins, whose hooks every front-end runs, then MQTT and
-// the name server, then the broker that registers with the name server,
-// then gRPC, by their declared dependencies (ties broken by id).
+// the process plugins, whose hooks every front-end runs, then the name
+// server, then the broker that registers with it, then gRPC, by their
+// declared dependencies; MQTT needs only the ACL and the plugins, and
+// ties are broken by id.
 func TestStartOrder(t *testing.T) {
 	infos, err := server.Default.Resolve()
 	if err != nil {
@@ -30,7 +31,8 @@ func TestStartOrder(t *testing.T) {
 	}
 	for _, flag := range []string{"namesrv-addr", "broker-addr", "broker-advertise-addr", "broker-namesrv", "broker-name",
 		"broker-cluster", "broker-max-inflight-bytes", "grpc-addr", "grpc-advertise-addr", "grpc-tls-cert", "grpc-tls-key", "plugin", "plugin-call-timeout", "plugin-on-failure",
-		"auth", "auth-init-user", "auth-init-secret", "auth-clock-skew"} {
+		"auth", "auth-init-user", "auth-init-secret", "auth-clock-skew",
+		"mqtt-addr", "mqtt-ws-addr", "mqtt-tls-addr", "mqtt-tls-cert", "mqtt-tls-key"} {
 		if o.Flags.Lookup(flag) == nil {
 			t.Errorf("no --%s", flag)
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/hook/rmqauth"
 	"github.com/karmanmq/karman/engine/meta"
@@ -118,24 +117,7 @@ func newAuthProducer(t *testing.T, g *guarded, secret string) interface {
 	SendSync(context.Context, ...*primitive.Message) (*primitive.SendResult, error)
 } {
 	t.Helper()
-	p, err := producer.NewDefaultProducer(
-		producer.WithNameServer([]string{g.namesrv}),
-		producer.WithGroupName("auth-producer-"+secret),
-		producer.WithCredentials(primitive.Credentials{AccessKey: authAccessKey, SecretKey: secret}),
-		// The client shares one connection set per instance name, with
-		// the credentials of the first: each secret gets its own.
-		producer.WithInstanceName("auth-"+secret),
-		producer.WithRetry(0),
-		producer.WithSendMsgTimeout(10*time.Second),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Shutdown() })
-	return p
+	return aclProducer(t, g.namesrv, authAccessKey, secret)
 }
 
 // TestRemotingACL drives the guarded broker with rocketmq-client-go and
