@@ -66,9 +66,9 @@ func newClientCA(t *testing.T) *clientCA {
 	return &clientCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
-// issue makes a client certificate of subject CN=cn and a TLS client
-// configuration presenting it (the server's certificate is self-signed).
-func (ca *clientCA) issue(t *testing.T, cn string) *tls.Config {
+// sign makes a certificate of subject CN=cn for a client, or for a
+// server at 127.0.0.1.
+func (ca *clientCA) sign(t *testing.T, cn string, server bool) ([]byte, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -80,11 +80,41 @@ func (ca *clientCA) issue(t *testing.T, cn string) *tls.Config {
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return der, key
+}
+
+// issue makes a client certificate of subject CN=cn and a TLS client
+// configuration presenting it (it does not verify the server's).
+func (ca *clientCA) issue(t *testing.T, cn string) *tls.Config {
+	t.Helper()
+	der, key := ca.sign(t, cn, false)
 	return &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+}
+
+// files writes a certificate of CN=cn and its key as PEM files in dir.
+func (ca *clientCA) files(t *testing.T, dir, cn string, server bool) (certFile, keyFile string) {
+	t.Helper()
+	der, key := ca.sign(t, cn, server)
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, cn+".pem"), filepath.Join(dir, cn+".key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }
 
 // pahoV5 is a paho.golang client and what it receives.
@@ -222,12 +252,16 @@ func subscribeV3(t *testing.T, c mqtt.Client, filter string) byte {
 // with the protocol's codes, logged and counted; a RocketMQ consumer with
 // credentials receives what the devices were let publish.
 func TestMQTTAuth(t *testing.T) {
-	ca := newClientCA(t)
-	caFile := filepath.Join(t.TempDir(), "clients-ca.pem")
+	// One CA signs the server's certificate and the clients'.
+	ca, pki := newClientCA(t), t.TempDir()
+	caFile := filepath.Join(pki, "ca.pem")
 	if err := os.WriteFile(caFile, ca.pem, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k := startBinary(t, "--auth", "--auth-init-user", aclRoot, "--auth-init-secret", aclRootSecret, "--mqtt-tls-client-ca", caFile)
+	serverCert, serverKey := ca.files(t, pki, "server", true)
+	deviceCert, deviceKey := ca.files(t, pki, deviceUser, false)
+	k := startBinary(t, "--auth", "--auth-init-user", aclRoot, "--auth-init-secret", aclRootSecret,
+		"--mqtt-tls-cert", serverCert, "--mqtt-tls-key", serverKey, "--mqtt-tls-client-ca", caFile)
 	const topic, group = "devices", "device-readers"
 	k.cli("topic", "create", topic, "--queues", "2")
 	k.cli("user", "create", deviceUser, "--secret", deviceSecret)
@@ -447,6 +481,14 @@ func TestMQTTAuth(t *testing.T) {
 			t.Fatalf("%s mosquitto_pub in its subtree: %v %s", v, err, out)
 		}
 		allowed = append(allowed, body)
+		// Over TLS with the device user's certificate, no password.
+		_, tlsPort, _ := net.SplitHostPort(k.mqttTLS)
+		tid := id + "-tls"
+		if out, err := exec.Command("mosquitto_pub", "-h", host, "-p", tlsPort, "-V", v, "--cafile", caFile, "--cert", deviceCert, "--key", deviceKey,
+			"-i", tid, "-q", "1", "-t", "devices/"+tid+"/status", "-m", tid+"-up").CombinedOutput(); err != nil {
+			t.Fatalf("%s mosquitto_pub with a client certificate: %v %s", v, err, out)
+		}
+		allowed = append(allowed, tid+"-up")
 		out, err = mos("mosquitto_pub", "-i", id, "-u", deviceUser, "-P", deviceSecret, "-q", "1", "-t", "devices/other/status", "-m", id+"-stray").CombinedOutput()
 		// 5.0: PUBACK 0x87, which mosquitto_pub reports (and exits 0);
 		// 3.1.1: acknowledged, dropped.
