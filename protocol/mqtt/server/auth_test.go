@@ -128,7 +128,16 @@ func TestSessionOwner(t *testing.T) {
 	if p := other.expect(packet.PUBLISH).(*packet.Publish); p.Topic != "open/dev2" {
 		t.Fatalf("the other user received %s", p.Topic)
 	}
-	// And the owner, back, finds its session gone.
+	// The session is the other user's now, also after a restart; the
+	// owner, back, finds its own gone.
+	other.send(&packet.Disconnect{})
+	other.nc.Close()
+	stop()
+	_, addr, stop = serveGuarded(t, dir)
+	defer stop()
+	if _, ack := login(addr, "dev2", "taken"); !ack.SessionPresent {
+		t.Fatal("the new owner lost the session it took, across a restart")
+	}
 	if _, ack := login(addr, "dev", "taken"); ack.SessionPresent {
 		t.Fatal("the owner resumed a session another user had taken")
 	}
