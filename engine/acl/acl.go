@@ -245,7 +245,9 @@ func (a *ACL) checkDate(v string) error {
 // Authorize implements hook.Authorizer. A super user may do everything.
 // A normal user's entries matching the resource (by type and name), the
 // action and the client's address (from the hook.Client in ctx) decide:
-// a Deny wins, else an Allow allows, else the action is denied. An mqtt
+// a Deny wins, else an Allow allows, else the action is denied. The name
+// "*" (hook.AllTopics) is every name: only an Allow on all of them
+// (TYPE:* or *) allows, and a Deny on any of them refuses. An mqtt
 // resource is judged by the user's mqtt entries; a user with none is
 // allowed (the RocketMQ topic the MQTT topic maps to is checked too).
 func (a *ACL) Authorize(ctx context.Context, p hook.Principal, act hook.Action, r hook.Resource) error {
@@ -284,10 +286,20 @@ func (a *ACL) Authorize(ctx context.Context, p hook.Principal, act hook.Action, 
 			allowed = true
 		}
 	} else if int(r.Type) < len(u.byType) {
+		// "*" is every name: an Allow must cover them all, and a Deny
+		// of any of them refuses.
+		every := r.Name == "*"
 		for _, rules := range [2][]rule{u.byType[r.Type], u.byType[0]} {
 			for i := range rules {
 				rl := &rules[i]
-				if rl.actions&bit == 0 || !rl.name.match(r.Name) || !rl.from(addr) {
+				if rl.actions&bit == 0 || !rl.from(addr) {
+					continue
+				}
+				if every {
+					if !rl.deny && rl.name.kind != matchAny {
+						continue
+					}
+				} else if !rl.name.match(r.Name) {
 					continue
 				}
 				if rl.deny {

@@ -172,6 +172,16 @@ func TestAuthorize(t *testing.T) {
 		{"dev", ctxFrom("mqtt", "", "c1"), hook.ActionPub, hook.Topic("devices"), true},
 		{"plain", ctxFrom("mqtt", "", "c1"), hook.ActionPub, hook.MQTT("devices/anything"), true}, // no mqtt entries
 		{"plain", ctxFrom("mqtt", "", "c1"), hook.ActionPub, hook.Topic("other"), false},
+
+		// Every topic at once (an MQTT filter #): an Allow of all, and no
+		// Deny of any.
+		{"root", bg, hook.ActionSub, hook.AllTopics, true},
+		{"reader", bg, hook.ActionSub, hook.AllTopics, true},                                    // *
+		{"app", bg, hook.ActionSub, hook.AllTopics, false},                                      // prefixes only
+		{"dev", ctxFrom("mqtt", "", "c1"), hook.ActionSub, hook.AllTopics, false},               // one topic
+		{"local", ctxFrom("remoting", "10.1.2.3:1", ""), hook.ActionPub, hook.AllTopics, true},  // Topic:*
+		{"local", ctxFrom("remoting", "10.9.1.1:1", ""), hook.ActionPub, hook.AllTopics, false}, // Deny of Topic:blocked from there
+		{"local", ctxFrom("remoting", "10.1.2.3:1", ""), hook.ActionSub, hook.AllTopics, false}, // Pub only
 	} {
 		name := fmt.Sprintf("%s/%s/%s", tc.user, tc.act, tc.res)
 		err := a.Authorize(tc.ctx, hook.Principal{Name: tc.user}, tc.act, tc.res)

@@ -47,7 +47,9 @@
 // only by the user's mqtt entries, and a user with none is allowed: the
 // MQTT front-end also authorizes the RocketMQ topic an MQTT topic maps
 // to, so a user's Topic entries govern its devices unless it has mqtt
-// entries.
+// entries. An MQTT filter whose first level is a wildcard (#, +/...)
+// reads every topic: it is authorized on hook.AllTopics, which needs an
+// Allow of every topic (Topic:* or *) and no Deny of any.
 //
 // Authenticate: remoting and gRPC requests must be signed (package
 // rmqauth) with the secret of an enabled user; a gRPC request's

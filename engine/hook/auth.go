@@ -142,6 +142,12 @@ type Resource struct {
 // Topic returns the resource of topic name.
 func Topic(name string) Resource { return Resource{ResourceTopic, name} }
 
+// AllTopics is the resource of every topic at once ("*" is no topic's
+// name), which an MQTT filter with a wildcard first level (#, +/...)
+// reads from: an Authorizer allows an action on it only where it would
+// allow it on any topic.
+var AllTopics = Topic("*")
+
 // Group returns the resource of group name.
 func Group(name string) Resource { return Resource{ResourceGroup, name} }
 

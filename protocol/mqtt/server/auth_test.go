@@ -22,7 +22,8 @@ import (
 )
 
 // certHooks lets in a client by its verified certificate (as user
-// cert:CN) or as dev/secret, and denies MQTT topics under secret/.
+// cert:CN) or as dev or dev2 with password secret, denies MQTT topics
+// under secret/, and denies dev2 reading every topic at once.
 type certHooks struct{}
 
 func (certHooks) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) {
@@ -39,7 +40,37 @@ func (certHooks) Authorize(_ context.Context, p hook.Principal, a hook.Action, r
 	if r.Type == hook.ResourceMQTT && strings.HasPrefix(r.Name, "secret/") {
 		return hook.Deny("not for devices")
 	}
+	if r == hook.AllTopics && p.Name == "dev2" {
+		return hook.Deny("not every topic")
+	}
 	return nil
+}
+
+// TestWildcardFirstLevel: a filter whose first level is a wildcard reads
+// from every topic, and is authorized as hook.AllTopics; one with a
+// literal first level as that topic.
+func TestWildcardFirstLevel(t *testing.T) {
+	addr, _ := startGuarded(t, nil)
+	for _, tc := range []struct {
+		user, filter string
+		want         packet.ReasonCode
+	}{
+		{"dev2", "#", packet.NotAuthorized},
+		{"dev2", "+/x", packet.NotAuthorized},
+		{"dev2", "open/#", 1},
+		{"dev", "#", 1},
+		{"dev", "+/x", 1},
+	} {
+		c, ack := dialRaw(t, addr, packet.Version5, &packet.Connect{ClientID: "w-" + tc.user, CleanStart: true,
+			UsernameFlag: true, Username: tc.user, PasswordFlag: true, Password: []byte("secret")})
+		if ack.ReasonCode != 0 {
+			t.Fatalf("%s: CONNACK %v", tc.user, ack.ReasonCode)
+		}
+		if sa := c.subscribe(1, packet.Subscription{Filter: tc.filter, QoS: 1}); sa.ReasonCodes[0] != tc.want {
+			t.Errorf("%s SUBSCRIBE %s: %v, want %v", tc.user, tc.filter, sa.ReasonCodes[0], tc.want)
+		}
+		c.nc.Close()
+	}
 }
 
 // startGuarded serves MQTT on an engine with certHooks: over TCP, and

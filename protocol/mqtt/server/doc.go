@@ -15,7 +15,7 @@
 // hook.Credentials.Certificate) and authorization of PUBLISH and of a
 // will at CONNECT (hook.Topic(first), then hook.MQTT(topic)) and
 // SUBSCRIBE (hook.MQTT(filter), and hook.Topic(first) for a literal first
-// level) through the engine's hooks, refused with 0x86/0x87 (5.0) or
+// level, hook.AllTopics for a wildcard one) through the engine's hooks, refused with 0x86/0x87 (5.0) or
 // return code 4/5, PUBACK/SUBACK 0x87 or SUBACK 0x80 (a 3.1.1 PUBLISH
 // refused is acknowledged and dropped: 3.1.1 has no negative
 // acknowledgement); a session resumed only by the principal that made it

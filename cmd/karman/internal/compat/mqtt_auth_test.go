@@ -400,6 +400,19 @@ func TestMQTTAuth(t *testing.T) {
 	if code, reason := w1.publish(t, "devices/w1/x", "w1-stray"); code != 0x87 || !strings.Contains(reason, "Pub on Topic:devices by watcher") {
 		t.Fatalf("5.0 PUBLISH without a Pub right: %#x %q, want 0x87", code, reason)
 	}
+	// Nor may it read every topic with a filter whose first level is a
+	// wildcard (Sub on Topic:devices only); a super user may.
+	if code := w1.subscribe(t, "#"); code != 0x87 {
+		t.Fatalf("5.0 SUBSCRIBE # with Sub on one topic: %#x, want 0x87", code)
+	}
+	denied++
+	root, _, err := connectV5(t, k.mqtt, nil, "root", aclRoot, aclRootSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := root.subscribe(t, "#"); code != 1 {
+		t.Fatalf("5.0 SUBSCRIBE # as the super user: %#x", code)
+	}
 	w2, _, err := connectV3(t, "tcp://"+k.mqtt, nil, "w2", watcher, watcherPW, nil)
 	if err != nil {
 		t.Fatal(err)
