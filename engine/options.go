@@ -142,6 +142,12 @@ type Options struct {
 	// Send or SendBatch) with its duration. It must be fast.
 	AppendLatency func(time.Duration)
 
+	// SendLatency, when set, is called after each Send, SendToQueue or
+	// SendBatch with the topic, the time from the call to its answer
+	// (hooks, checks, append and, under sync flush, the flush) and its
+	// error (nil on success). It must be fast.
+	SendLatency func(topic string, d time.Duration, err error)
+
 	// Hooks are the hooks the engine calls, in order: each value
 	// implements one or more of the interfaces of package hook
 	// (hook.BeforeStore, hook.BeforeDeliver, hook.Authenticator,

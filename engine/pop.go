@@ -208,10 +208,21 @@ func (e *Engine) loadPopState(key popKey, q *queueState) (*pop.Queue, error) {
 
 // Pop delivers up to opts.Max visible messages of opts.Topic to a consumer
 // of opts.Group, waiting up to opts.Wait for one to arrive.
-func (e *Engine) Pop(ctx context.Context, opts PopOptions) ([]PoppedMessage, error) {
+func (e *Engine) Pop(ctx context.Context, opts PopOptions) (popped []PoppedMessage, err error) {
 	if err := e.checkPop(&opts); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if len(popped) > 0 {
+			n := 0
+			for _, m := range popped {
+				n += len(m.Record)
+			}
+			if t, terr := e.topic(opts.Topic); terr == nil {
+				t.countOut(opts.Group, len(popped), n)
+			}
+		}
+	}()
 	if err := e.refuseWrite(); err != nil {
 		return nil, err // its state could not be saved
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/karmanmq/karman/engine/commitlog"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/queue"
 )
@@ -114,12 +115,15 @@ func (e *Engine) Pull(ctx context.Context, topic string, queueID int32, offset i
 		}
 	}
 	if t != nil && len(res.Records) > 0 {
-		t.msgsOut.Add(int64(len(res.Records)))
 		n := 0
 		for _, r := range res.Records {
 			n += len(r)
 		}
-		t.bytesOut.Add(int64(n))
+		group := ""
+		if c, ok := hook.FromContext(ctx); ok {
+			group = c.Group
+		}
+		t.countOut(group, len(res.Records), n)
 	}
 	return res, err
 }

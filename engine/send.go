@@ -89,7 +89,10 @@ func (e *Engine) Send(ctx context.Context, m *message.Message) (SendResult, erro
 
 // SendToQueue stores m in queue queueID of its topic (AnyQueue lets the
 // engine choose).
-func (e *Engine) SendToQueue(ctx context.Context, m *message.Message, queueID int32) (SendResult, error) {
+func (e *Engine) SendToQueue(ctx context.Context, m *message.Message, queueID int32) (res SendResult, err error) {
+	if e.opts.SendLatency != nil {
+		defer e.sendLatency(m.Topic, time.Now(), &err)
+	}
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
 	msgs := [1]*message.Message{m}
@@ -99,12 +102,20 @@ func (e *Engine) SendToQueue(ctx context.Context, m *message.Message, queueID in
 	return s.result(0, e.opts.StoreHost), nil
 }
 
+// sendLatency reports a send that began at start to Options.SendLatency.
+func (e *Engine) sendLatency(topic string, start time.Time, err *error) {
+	e.opts.SendLatency(topic, time.Since(start), *err)
+}
+
 // SendBatch stores msgs, which must share one topic, contiguously in one
 // queue (queueID, or one the engine chooses for AnyQueue) as a single
 // append: all of them are stored or none.
-func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID int32) ([]SendResult, error) {
+func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID int32) (res []SendResult, err error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: empty batch", ErrInvalidArgument)
+	}
+	if e.opts.SendLatency != nil {
+		defer e.sendLatency(msgs[0].Topic, time.Now(), &err)
 	}
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)

@@ -1,5 +1,10 @@
 package engine
 
+import (
+	"slices"
+	"strings"
+)
+
 // Stats is a snapshot of the engine's counters.
 type Stats struct {
 	Topics           []TopicStats
@@ -25,6 +30,20 @@ type TopicStats struct {
 	MessagesIn, BytesIn   int64 // body bytes
 	MessagesOut, BytesOut int64 // stored record bytes, counted per pull
 	Depth                 int64 // messages held over all queues
+	// Groups are the topic's deliveries per consumer group, sorted by
+	// group: pulls count under the group their context's hook.Client
+	// names ("" when none), pops under theirs.
+	Groups []GroupStats
+}
+
+// GroupStats are what one topic delivered to one consumer group since the
+// engine opened, and what the group holds popped and unacknowledged.
+type GroupStats struct {
+	Group                 string
+	MessagesOut, BytesOut int64
+	// Inflight is how many messages the group has popped and not yet
+	// acknowledged (nor let become visible again), over the topic's queues.
+	Inflight int64
 }
 
 // DispatchLag is how many bytes of the commit log the index does not cover
@@ -49,6 +68,21 @@ func (e *Engine) Stats() Stats {
 	if used, total, err := e.log.FileSystemUsage(); err == nil {
 		s.FileSystemUsed, s.FileSystemTotal = used, total
 	}
+	inflight := map[string]map[string]int64{} // topic → group → messages
+	e.pops.Range(func(k, v any) bool {
+		pq := v.(*popQueue)
+		pq.mu.Lock()
+		n := int64(len(pq.st.Inflight))
+		pq.mu.Unlock()
+		if n > 0 {
+			key := k.(popKey)
+			if inflight[key.topic] == nil {
+				inflight[key.topic] = map[string]int64{}
+			}
+			inflight[key.topic][key.group] += n
+		}
+		return true
+	})
 	for _, cfg := range e.meta.Topics() {
 		v, ok := e.topics.Load(cfg.Name)
 		if !ok {
@@ -66,6 +100,20 @@ func (e *Engine) Stats() Stats {
 		for _, q := range *t.queues.Load() {
 			ts.Depth += q.end.Load() - q.min.Load()
 		}
+		t.out.Range(func(k, v any) bool {
+			g := v.(*groupOut)
+			ts.Groups = append(ts.Groups, GroupStats{Group: k.(string), MessagesOut: g.msgs.Load(), BytesOut: g.bytes.Load()})
+			return true
+		})
+		for group, n := range inflight[cfg.Name] {
+			i := slices.IndexFunc(ts.Groups, func(g GroupStats) bool { return g.Group == group })
+			if i < 0 {
+				ts.Groups = append(ts.Groups, GroupStats{Group: group})
+				i = len(ts.Groups) - 1
+			}
+			ts.Groups[i].Inflight = n
+		}
+		slices.SortFunc(ts.Groups, func(a, b GroupStats) int { return strings.Compare(a.Group, b.Group) })
 		s.Topics = append(s.Topics, ts)
 	}
 	return s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/karmanmq/karman/engine/message"
@@ -31,6 +32,25 @@ type topicState struct {
 	pops popWaiters // pops waiting for something to pop
 
 	msgsIn, bytesIn, msgsOut, bytesOut atomic.Int64
+	// out counts deliveries per consumer group: group name → *groupOut.
+	out sync.Map
+}
+
+// groupOut counts what a topic delivered to one consumer group.
+type groupOut struct{ msgs, bytes atomic.Int64 }
+
+// countOut counts n messages of size bytes delivered to group ("" when
+// the consumer named none).
+func (t *topicState) countOut(group string, n, size int) {
+	t.msgsOut.Add(int64(n))
+	t.bytesOut.Add(int64(size))
+	v, ok := t.out.Load(group)
+	if !ok {
+		v, _ = t.out.LoadOrStore(group, &groupOut{})
+	}
+	g := v.(*groupOut)
+	g.msgs.Add(int64(n))
+	g.bytes.Add(int64(size))
 }
 
 // queueState is the in-memory state of one queue.

@@ -2,17 +2,20 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/server/console"
 	"github.com/karmanmq/karman/server/metrics"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// httpServer returns the server for /healthz and /metrics.
+// httpServer returns the server for /healthz, /metrics and the API
+// (package console) under /api/v1/, and the web console at / (its
+// assets under /ui/).
 func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -20,10 +23,27 @@ func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		Registry: ms.Registry,
 	}))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "karman %s\n\n/healthz  200 once ready, 503 while starting, stopping or refusing writes (disk full or failed), JSON\n/metrics  Prometheus metrics\n", s.o.Version)
-	})
+	addrs := map[string]string{}
+	for name, a := range s.addrs { // bound before the HTTP server is made
+		addrs[name] = a.String()
+	}
+	var modules []string
+	for _, m := range s.mods {
+		modules = append(modules, string(info(m).ID))
+	}
+	mux.Handle(console.Prefix, console.New(console.Options{
+		Modules: modules,
+		Engine:  s.withEngine,
+		Version: s.o.Version,
+		Cluster: flagValue(s.o, "broker-cluster", "DefaultCluster"),
+		Broker:  flagValue(s.o, "broker-name", "broker-a"),
+		Addrs:   func() map[string]string { return maps.Clone(addrs) },
+		Started: time.Now(),
+		Logger:  s.log.With("component", "api"),
+	}))
+	ui := console.UI()
+	mux.Handle("GET /{$}", ui)
+	mux.Handle("GET /ui/", ui)
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -121,7 +121,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{o: o, log: o.Logger}
-	s.ms = metrics.New(s.stats, o.Version)
+	s.ms = metrics.New(s.stats, o.Version, s.withEngine, flagValue(o, "broker-cluster", "DefaultCluster"), flagValue(o, "broker-name", "broker-a"))
 	for _, mi := range ordered {
 		m := byID[mi.ID]
 		if p, ok := m.(Provisioner); ok {
@@ -229,6 +229,9 @@ func (s *Server) start(ctx context.Context) error {
 
 	opts := s.o.Config.EngineOptions(s.log.With("component", "engine"))
 	opts.AppendLatency = func(d time.Duration) { s.ms.AppendLatency.Observe(d.Seconds()) }
+	opts.SendLatency = func(topic string, d time.Duration, err error) {
+		metrics.ObserveSend(s.ms.SendCost, topic, float64(d.Nanoseconds())/1e6, err)
+	}
 	for _, m := range s.mods {
 		if c, ok := m.(EngineConfigurer); ok {
 			if err := c.ConfigureEngine(opts, maps.Clone(addrs)); err != nil {
@@ -407,6 +410,30 @@ func (s *Server) announce(name string, addr net.Addr) {
 
 // stats feeds the metrics collector; it holds the read lock so Close
 // waits for a scrape in progress.
+// withEngine calls visit with the engine while the server is ready, and
+// reports whether it did; the engine cannot close before visit returns.
+func (s *Server) withEngine(visit func(*engine.Engine)) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.eng == nil || s.State() != Ready {
+		return false
+	}
+	visit(s.eng)
+	return true
+}
+
+// flagValue returns the value of the flag name when some module declares
+// it, else def: how the server learns the broker's cluster and name for
+// the labels of RocketMQ's metrics.
+func flagValue(o Options, name, def string) string {
+	if o.Flags != nil {
+		if f := o.Flags.Lookup(name); f != nil && f.Value.String() != "" {
+			return f.Value.String()
+		}
+	}
+	return def
+}
+
 func (s *Server) stats() (engine.Stats, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

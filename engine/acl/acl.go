@@ -150,9 +150,10 @@ func compileUser(u User) (*compiled, error) {
 
 // Authenticate implements hook.Authenticator: a remoting or gRPC request
 // must be signed with its user's secret (a gRPC one also dated within
-// the clock skew); an MQTT client's password must be its user's secret,
-// unless its TLS connection verified a client certificate, whose
-// subject's common name is then its user. The user must exist and be
+// the clock skew); the password of an MQTT client, or of an HTTP API
+// caller (Basic), must be its user's secret, unless the MQTT client's
+// TLS connection verified a client certificate, whose subject's common
+// name is then its user. The user must exist and be
 // enabled.
 func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) {
 	s := a.snap.Load()
@@ -162,7 +163,7 @@ func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Princip
 	if c.Protocol == "mqtt" && c.Certificate != nil {
 		return a.authenticateCert(s, c)
 	}
-	if c.Protocol == "mqtt" {
+	if c.Protocol == "mqtt" || c.Protocol == "http" {
 		u := s.users[c.Username]
 		if c.Username == "" {
 			return hook.Principal{}, a.refuseAuth(c, "", hook.Unauthenticated("no username"))

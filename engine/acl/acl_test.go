@@ -437,6 +437,8 @@ func TestAuthenticate(t *testing.T) {
 		{"mqtt cert unknown", cert("ghost", "", ""), "common name ghost is no user"},
 		{"mqtt cert disabled", cert("off", "", ""), "disabled"},
 		{"mqtt cert without a name", cert("", "app", "appsecret"), "no common name"},
+		{"http basic ok", &hook.Credentials{Protocol: "http", Username: "app", Password: []byte("appsecret")}, ""},
+		{"http basic wrong", &hook.Credentials{Protocol: "http", Username: "app", Password: []byte("nope")}, "bad username or password"},
 	} {
 		p, err := a.Authenticate(ctx, tc.c)
 		if tc.want == "" {
@@ -456,11 +458,11 @@ func TestAuthenticate(t *testing.T) {
 		t.Errorf("no audit line for the wrong secret:\n%s", logs.String())
 	}
 	by, unlogged := a.Refusals()
-	if by[0].Unauthenticated != 5 || by[1].Unauthenticated != 4 || by[2].Unauthenticated != 8 {
+	if by[0].Unauthenticated != 5 || by[1].Unauthenticated != 4 || by[2].Unauthenticated != 8 || by[3].Unauthenticated != 1 {
 		t.Errorf("refusals = %+v", by)
 	}
-	if unlogged != 17-AuditBurst { // 17 refusals within one second of the fixed clock
-		t.Errorf("unlogged = %d, want %d", unlogged, 17-AuditBurst)
+	if unlogged != 18-AuditBurst { // 18 refusals within one second of the fixed clock
+		t.Errorf("unlogged = %d, want %d", unlogged, 18-AuditBurst)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Protocols the counters are kept by; others count as "other".
-var protocols = [...]string{"remoting", "grpc", "mqtt", "other"}
+var protocols = [...]string{"remoting", "grpc", "mqtt", "http", "other"}
 
 func protocolIndex(p string) int {
 	for i, n := range protocols[:len(protocols)-1] {

@@ -6,6 +6,12 @@
 // the registry serve puts on /metrics: these two, build information, and
 // the Go runtime and process collectors.
 //
+// RocketMQCollector serves RocketMQ 5's broker metrics (RIP-46) under the
+// Java broker's names and labels, computed from the engine at scrape time
+// (Stats, committed offsets, the client registry); NewSendCost is the
+// rocketmq_send_cost_time histogram the engine's SendLatency hook feeds.
+// grafana/karman.json is a dashboard on both sets.
+//
 // Concurrency: the collector and the histogram are safe for concurrent use
 // (Prometheus scrapes while the engine observes).
 package metrics

@@ -96,14 +96,23 @@ type Set struct {
 	Registry *prometheus.Registry
 	// AppendLatency is meant for engine.Options.AppendLatency.
 	AppendLatency prometheus.Histogram
+	// SendCost is rocketmq_send_cost_time, fed by
+	// engine.Options.SendLatency through ObserveSend.
+	SendCost *prometheus.HistogramVec
 }
 
 // New builds the registry with the engine collector reading stats, the
 // append latency histogram, karman_build_info and the Go and process
-// collectors.
-func New(stats StatsFunc, version string) *Set {
+// collectors; with eng, also RocketMQ's broker metrics (see
+// RocketMQCollector) labelled with cluster and node, and the send cost
+// histogram.
+func New(stats StatsFunc, version string, eng EngineFunc, cluster, node string) *Set {
 	reg := prometheus.NewRegistry()
 	lat := NewAppendLatency()
+	cost := NewSendCost(cluster, node)
+	if eng != nil {
+		reg.MustRegister(NewRocketMQCollector(eng, cluster, node), cost)
+	}
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "karman_build_info",
 		Help:        "Always 1; the labels say which build is running.",
@@ -117,5 +126,5 @@ func New(stats StatsFunc, version string) *Set {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	return &Set{Registry: reg, AppendLatency: lat}
+	return &Set{Registry: reg, AppendLatency: lat, SendCost: cost}
 }

@@ -84,8 +84,9 @@ karman_engine_up 0
 }
 
 func TestSet(t *testing.T) {
-	s := New(func() (engine.Stats, bool) { return engine.Stats{}, true }, "test")
+	s := New(func() (engine.Stats, bool) { return engine.Stats{}, true }, "test", func(func(*engine.Engine)) bool { return false }, "c", "n")
 	s.AppendLatency.Observe((30 * time.Microsecond).Seconds())
+	ObserveSend(s.SendCost, "orders", 3, nil)
 	families, err := s.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func TestSet(t *testing.T) {
 	for _, f := range families {
 		names[f.GetName()] = true
 	}
-	for _, n := range []string{"karman_append_duration_seconds", "karman_build_info", "karman_disk_bytes", "go_goroutines"} {
+	for _, n := range []string{"karman_append_duration_seconds", "karman_build_info", "karman_disk_bytes", "go_goroutines", "rocketmq_send_cost_time"} {
 		if !names[n] {
 			t.Errorf("registry lacks %s", n)
 		}

@@ -63,7 +63,11 @@ RocketMQ's clients sign theirs.`,
   karman admin dlq list billing --begin -24h
   karman admin dlq resend billing C0A800050E2A18B4AAC27C6F38E40001
   karman admin user create app --secret 's3cret-app' --access-key admin --secret-key 's3cret-admin'
-  karman admin acl create app --resource Topic:orders --actions Pub,Sub --decision Allow`,
+  karman admin acl create app --resource Topic:orders --actions Pub,Sub --decision Allow
+  karman admin message send orders 'hello' --tag test
+  karman admin message browse orders --queue 0 --from 0
+  karman admin broker config set suspendMaxTimeMills 5000
+  karman admin stats --interval 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -86,6 +90,8 @@ RocketMQ's clients sign theirs.`,
 		newAdminDLQCmd(f),
 		newAdminUserCmd(f),
 		newAdminACLCmd(f),
+		newAdminBrokerCmd(f),
+		newAdminStatsCmd(f),
 	)
 	return cmd
 }

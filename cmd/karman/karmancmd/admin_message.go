@@ -16,11 +16,11 @@ import (
 func newAdminMessageCmd(f *adminFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "message",
-		Short: "Look messages up by id or key; have a consumer consume one now",
+		Short: "Send test messages, browse queues, look messages up by id or key; have a consumer consume one now",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newMessageGetCmd(f), newMessageQueryCmd(f), newMessageConsumeCmd(f))
+	cmd.AddCommand(newMessageGetCmd(f), newMessageQueryCmd(f), newMessageConsumeCmd(f), newMessageSendCmd(f), newMessageBrowseCmd(f))
 	return cmd
 }
 

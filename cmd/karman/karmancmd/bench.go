@@ -69,6 +69,8 @@ afterwards) and create a topic, then, by --mode:
                     (phase "txn", with "ratio" = txn rate / send rate); each
                     phase checks every message arrived exactly once.
 
+On a terminal, a line on stderr shows the time elapsed and the phases done.
+
 The wake-up phases send --wakeup-count messages one at a time,
 --wakeup-interval apart, to an empty topic on which the consumers wait
 (Pop with a wait, or WaitForArrival then Pull); latency runs from just
@@ -100,7 +102,11 @@ of message body per second) and p50_us/p99_us latency per call.`,
 			o.Logger = newLogger(cmd.ErrOrStderr(), slog.LevelWarn)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return enginebench.Run(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			sp := newSpinner(cmd.ErrOrStderr(), "bench engine: running")
+			stopSpin := sp.spin(200 * time.Millisecond)
+			defer sp.finish()
+			defer stopSpin()
+			return enginebench.Run(ctx, o, sp.phases(cmd.OutOrStdout(), "bench engine"), sp.clearBefore(cmd.ErrOrStderr()))
 		},
 	}
 	f := sortedFlags(cmd.Flags())

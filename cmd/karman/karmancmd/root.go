@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/karmanmq/karman/server"
 	"github.com/spf13/cobra"
@@ -34,9 +35,12 @@ of serve can also be set with an environment variable KARMAN_<FLAG>
 (for example KARMAN_HTTP_ADDR=:9090).`,
 		// Errors are printed once by cobra; usage only on request.
 		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true}, // newCompletionCmd instead
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if s := flagSuggestions(c, err); len(s) > 0 {
+			return fmt.Errorf("%w\n\nDid you mean this?\n\t%s\nRun '%s --help' for usage.", err, strings.Join(s, "\n\t"), c.CommandPath())
+		}
 		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
 	root.AddCommand(
@@ -48,7 +52,9 @@ of serve can also be set with an environment variable KARMAN_<FLAG>
 		newVersionCmd(),
 		newListModulesCmd(reg),
 		newBuildCmd(),
+		newCompletionCmd(),
 	)
+	suggestCommands(root)
 	return root
 }
 

@@ -225,6 +225,20 @@ func TestConsumerConnectionAndStats(t *testing.T) {
 	if err := json.Unmarshal(resp.Body, &cs); err != nil || len(cs.OffsetTable) != 3 {
 		t.Fatalf("consume stats of the group: %s, %v", resp.Body, err)
 	}
+	// A group with committed offsets and no consumer online: the topics
+	// it committed in, as Java answers.
+	if err := h.eng.CommitOffset("offline", "TopicT", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	resp = invoke(t, p, request(wire.GetConsumeStats, &wire.GetConsumeStatsRequestHeader{ConsumerGroup: "offline"}, nil))
+	wantCode(t, resp, wire.Success)
+	cs = ConsumeStats{}
+	if err := json.Unmarshal(resp.Body, &cs); err != nil {
+		t.Fatal(err)
+	}
+	if q1 := cs.OffsetTable[wire.MessageQueue{Topic: "TopicT", BrokerName: DefaultBrokerName, QueueID: 1}]; len(cs.OffsetTable) != 2 || q1.ConsumerOffset != 1 || q1.BrokerOffset != 1 {
+		t.Fatalf("consume stats of a group without consumers: %s", resp.Body)
+	}
 
 	resp = invoke(t, p, request(wire.GetTopicStatsInfo, &wire.GetTopicStatsInfoRequestHeader{Topic: "TopicT"}, nil))
 	wantCode(t, resp, wire.Success)

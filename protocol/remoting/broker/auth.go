@@ -228,6 +228,7 @@ var rules = map[wire.RequestCode]rule{
 	wire.QueryTopicsByConsumer:  onGroup(hook.ActionGet, "group", ""),
 	wire.GetBrokerRuntimeInfo:   onCluster(hook.ActionGet),
 	wire.GetBrokerConfig:        onCluster(hook.ActionGet),
+	wire.UpdateBrokerConfig:     onCluster(hook.ActionUpdate),
 
 	// Administration.
 	wire.UpdateAndCreateTopic:             onTopic(hook.ActionCreate, "topic"),

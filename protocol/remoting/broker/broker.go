@@ -119,9 +119,12 @@ type Broker struct {
 	opts   Options
 	hooked bool // the engine has hooks: requests carry a hook.Client
 
-	busy    atomic.Bool  // the engine's dispatcher is too far behind
-	traffic traffic      // message counters sampled for GET_BROKER_RUNTIME_INFO
-	held    atomic.Int64 // pulls waiting for messages
+	busy atomic.Bool // the engine's dispatcher is too far behind
+	// maxSuspend is Options.MaxSuspend in nanoseconds, changed at run time
+	// by UPDATE_BROKER_CONFIG (suspendMaxTimeMills).
+	maxSuspend atomic.Int64
+	traffic    traffic      // message counters sampled for GET_BROKER_RUNTIME_INFO
+	held       atomic.Int64 // pulls waiting for messages
 
 	testHookHold atomic.Pointer[func()] // called when a pull starts waiting; tests only
 
@@ -148,6 +151,7 @@ func New(eng *engine.Engine, opts Options) *Broker {
 		topicsChanged: make(chan struct{}, 1),
 		hooked:        !eng.Hooks().Empty(),
 	}
+	b.maxSuspend.Store(int64(opts.MaxSuspend))
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	return b
 }
@@ -179,6 +183,7 @@ func (b *Broker) Register(mux *server.Mux) {
 	b.handle(mux, wire.QueryTopicConsumeByWho, server.KindDefault, false, b.queryTopicConsumeByWho)
 	b.handle(mux, wire.GetBrokerRuntimeInfo, server.KindDefault, false, b.getBrokerRuntimeInfo)
 	b.handle(mux, wire.GetBrokerConfig, server.KindDefault, false, b.getBrokerConfig)
+	b.handle(mux, wire.UpdateBrokerConfig, server.KindDefault, false, b.updateBrokerConfig)
 	b.handle(mux, wire.QueryTopicsByConsumer, server.KindDefault, false, b.queryTopicsByConsumer)
 	b.handle(mux, wire.SearchOffsetByTimestamp, server.KindConsume, false, b.searchOffsetByTimestamp)
 	b.handle(mux, wire.LockBatchMQ, server.KindConsume, false, b.lockBatchMQ)

@@ -59,7 +59,7 @@ func (b *Broker) configProperties() map[string]string {
 		"transactionCheckInterval":    strconv.FormatInt(o.TransactionCheckInterval.Milliseconds(), 10),
 		"transactionCheckMax":         strconv.Itoa(o.TransactionCheckMax),
 		"messageDelayLevel":           delayLevels(o),
-		"suspendMaxTimeMills":         strconv.FormatInt(b.opts.MaxSuspend.Milliseconds(), 10),
+		"suspendMaxTimeMills":         strconv.FormatInt(time.Duration(b.maxSuspend.Load()).Milliseconds(), 10),
 	}
 	if host, port, err := net.SplitHostPort(b.opts.Addr); err == nil {
 		p["brokerIP1"], p["listenPort"] = host, port
@@ -102,4 +102,72 @@ func propertiesText(p map[string]string) string {
 		sb.WriteByte('\n')
 	}
 	return sb.String()
+}
+
+// RuntimeConfig names the settings UPDATE_BROKER_CONFIG may change while
+// the broker runs, under Java's names, with what each is.
+var RuntimeConfig = map[string]string{
+	"suspendMaxTimeMills": "longest a pull waits for messages (long polling), in ms: 1 to 29999",
+}
+
+// updateBrokerConfig serves UPDATE_BROKER_CONFIG (25): a properties body
+// ("key=value" lines) of settings to change now. Only the settings of
+// RuntimeConfig change at run time; a body naming any other, or a value
+// out of range, changes nothing and is answered INVALID_PARAMETER saying
+// which. Changes last until the broker stops (flags set them at start).
+func (b *Broker) updateBrokerConfig(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
+	props, err := parseProperties(string(req.Body))
+	if err != nil {
+		return wire.NewResponse(req, wire.InvalidParameter, err.Error())
+	}
+	if len(props) == 0 {
+		return wire.NewResponse(req, wire.InvalidParameter, "no setting in the request body")
+	}
+	var suspend time.Duration
+	for k, v := range props {
+		switch k {
+		case "suspendMaxTimeMills":
+			ms, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || ms < 1 || ms >= 30000 {
+				return wire.NewResponse(req, wire.InvalidParameter, fmt.Sprintf("suspendMaxTimeMills %q: want milliseconds from 1 to 29999 (below the clients' 30 s pull timeout)", v))
+			}
+			suspend = time.Duration(ms) * time.Millisecond
+		default:
+			return wire.NewResponse(req, wire.InvalidParameter, fmt.Sprintf("%s cannot be changed while the broker runs; settable now: %s", k, strings.Join(runtimeConfigNames(), ", ")))
+		}
+	}
+	if suspend > 0 {
+		b.maxSuspend.Store(int64(suspend))
+	}
+	b.opts.Logger.Info("broker configuration changed", "settings", propertiesText(props), "from", c.RemoteAddr())
+	return success(req)
+}
+
+func runtimeConfigNames() []string {
+	names := make([]string, 0, len(RuntimeConfig))
+	for k := range RuntimeConfig {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// parseProperties reads "key=value" lines (Java properties without
+// escapes or continuations); blank lines and lines starting with # or !
+// are skipped.
+func parseProperties(text string) (map[string]string, error) {
+	out := map[string]string{}
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("line %d %q: want key=value", i+1, line)
+		}
+		out[k] = strings.TrimSpace(v)
+	}
+	return out, nil
 }

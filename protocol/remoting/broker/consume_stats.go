@@ -13,7 +13,8 @@ import (
 
 // getConsumeStats serves GET_CONSUME_STATS (208): for every queue of the
 // topic (or, without a topic, of every topic the group subscribes plus
-// its retry topic) the queue's max offset and the group's committed
+// its retry topic and every topic it has committed offsets in, as Java
+// brokers answer) the queue's max offset and the group's committed
 // offset; their difference is the group's lag.
 func (b *Broker) getConsumeStats(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
 	var h wire.GetConsumeStatsRequestHeader
@@ -53,10 +54,17 @@ func (b *Broker) getConsumeStats(ctx context.Context, c *server.Conn, req *wire.
 	return jsonResponse(req, stats)
 }
 
-// consumedTopics returns the topics a group subscribes, with its retry
-// topic, sorted.
+// consumedTopics returns the topics a group subscribes or has committed
+// offsets in, with its retry topic, sorted.
 func (b *Broker) consumedTopics(group string) []string {
 	topics := []string{message.RetryTopic(group)}
+	if committed, err := b.eng.TopicsConsumedBy(group); err == nil {
+		for _, t := range committed {
+			if !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+	}
 	if gi, ok := b.eng.Clients().ConsumerGroup(group); ok {
 		for _, s := range gi.Subscriptions {
 			if !slices.Contains(topics, s.Topic) {

@@ -30,7 +30,7 @@
 //	topic_stats.go          GET_TOPIC_STATS_INFO
 //	consumed_by.go          QUERY_TOPIC_CONSUME_BY_WHO, QUERY_TOPICS_BY_CONSUMER
 //	runtime_info.go         GET_BROKER_RUNTIME_INFO
-//	broker_config.go        GET_BROKER_CONFIG
+//	broker_config.go        GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG (suspendMaxTimeMills only)
 //	notify.go               NOTIFY_CONSUMER_IDS_CHANGED and RESET_CONSUMER_CLIENT_OFFSET to consumers
 //	consumer_relay.go       GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY, passed on to one consumer
 //

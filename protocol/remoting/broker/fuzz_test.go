@@ -28,7 +28,7 @@ var fuzzCodes = []wire.RequestCode{
 	wire.DeleteSubscriptionGroup, wire.GetConsumerConnectionList,
 	wire.GetProducerConnectionList, wire.GetConsumeStats, wire.GetTopicStatsInfo,
 	wire.InvokeBrokerToResetOffset, wire.GetConsumerRunningInfo,
-	wire.ConsumeMessageDirectly, wire.KarmanResendDeadLetter,
+	wire.ConsumeMessageDirectly, wire.KarmanResendDeadLetter, wire.UpdateBrokerConfig,
 }
 
 func mustJSON(v any) []byte {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
@@ -42,6 +43,9 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	}
 	if b.hooked {
 		clientGroup(ctx, h.ConsumerGroup) // the group of the engine's delivery hooks
+	} else {
+		// The group the engine counts the delivery under (Stats).
+		ctx = hook.NewContext(ctx, &hook.Client{Protocol: Protocol, Group: h.ConsumerGroup})
 	}
 	batch := pullBatch(h.MaxMsgNums)
 	g, err := b.group(ctx, h.ConsumerGroup)
@@ -63,7 +67,7 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 
 	var deadline time.Time
 	if h.SysFlag&wire.PullFlagSuspend != 0 && h.SuspendTimeoutMillis > 0 {
-		deadline = time.Now().Add(min(time.Duration(h.SuspendTimeoutMillis)*time.Millisecond, b.opts.MaxSuspend))
+		deadline = time.Now().Add(min(time.Duration(h.SuspendTimeoutMillis)*time.Millisecond, time.Duration(b.maxSuspend.Load())))
 	}
 	offset := h.QueueOffset
 	for waited := false; ; waited = true {

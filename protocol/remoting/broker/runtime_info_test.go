@@ -135,3 +135,58 @@ func TestBrokerConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateBrokerConfig changes the long-polling cap at run time and
+// refuses what cannot change, changing nothing.
+func TestUpdateBrokerConfig(t *testing.T) {
+	h := newHarness(t)
+	p := h.dial(nil)
+	config := func() map[string]string {
+		resp := invoke(t, p, request(wire.GetBrokerConfig, nil, nil))
+		wantCode(t, resp, wire.Success)
+		out := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSuffix(string(resp.Body), "\n"), "\n") {
+			k, v, _ := strings.Cut(line, "=")
+			out[k] = v
+		}
+		return out
+	}
+	for _, tc := range []struct{ body, remark string }{
+		{"", "no setting"},
+		{"suspendMaxTimeMills=abc", "want milliseconds from 1 to 29999"},
+		{"suspendMaxTimeMills=30000", "want milliseconds"},
+		{"suspendMaxTimeMills=0", "want milliseconds"},
+		{"suspendMaxTimeMills=300\nbrokerName=other", "brokerName cannot be changed while the broker runs; settable now: suspendMaxTimeMills"},
+		{"=5", "want key=value"},
+	} {
+		resp := invoke(t, p, request(wire.UpdateBrokerConfig, nil, []byte(tc.body)))
+		wantCode(t, resp, wire.InvalidParameter)
+		if !strings.Contains(resp.Remark, tc.remark) {
+			t.Errorf("body %q: remark %q, want it to say %q", tc.body, resp.Remark, tc.remark)
+		}
+	}
+	if got := config()["suspendMaxTimeMills"]; got != "20000" {
+		t.Fatalf("after refused updates suspendMaxTimeMills = %s, want the default 20000", got)
+	}
+
+	resp := invoke(t, p, request(wire.UpdateBrokerConfig, nil, []byte("# cap long polling\nsuspendMaxTimeMills = 200\n")))
+	wantCode(t, resp, wire.Success)
+	if got := config()["suspendMaxTimeMills"]; got != "200" {
+		t.Fatalf("suspendMaxTimeMills = %s after the update, want 200", got)
+	}
+	// A pull asking to wait 20 s on an empty queue now waits 200 ms.
+	if err := h.eng.CreateTopic(meta.Topic{Name: "Idle", ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	ph := pullHeader("g", "Idle", 0, 0)
+	ph.SysFlag |= wire.PullFlagSuspend
+	ph.SuspendTimeoutMillis = 20000
+	start := time.Now()
+	resp = h.pull(p, ph)
+	if took := time.Since(start); took > 5*time.Second || took < 150*time.Millisecond {
+		t.Errorf("pull waited %v, want about 200ms", took)
+	}
+	if resp.ResponseCode() == wire.Success {
+		t.Errorf("pull of an empty queue answered SUCCESS")
+	}
+}

@@ -32,6 +32,11 @@
 //	message get         33 VIEW_MESSAGE_BY_ID for offset message ids, else 12 QUERY_MESSAGE
 //	                    with _UNIQUE_KEY_QUERY=true
 //	message query       12 QUERY_MESSAGE per broker of the topic
+//	message send        105, then 10 SEND_MESSAGE to the first master with the topic writable
+//	message browse      105, 31 GET_MIN_OFFSET, 30 GET_MAX_OFFSET, 11 PULL_MESSAGE as TOOLS_CONSUMER
+//	broker config       26 GET_BROKER_CONFIG per master; set: 25 UPDATE_BROKER_CONFIG per master
+//	stats               twice, an interval apart: topic list, 202 GET_TOPIC_STATS_INFO per topic
+//	                    and master, 201 and 208 GET_CONSUME_STATS per group and master
 //	message consume     as message get, then 309 CONSUME_MESSAGE_DIRECTLY on the message's
 //	                    broker (the broker hands the message to the consumer)
 //	dlq list            105 for %DLQ%<group>, then per queue 29 SEARCH_OFFSET_BY_TIMESTAMP,

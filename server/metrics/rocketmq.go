@@ -1,0 +1,242 @@
+package metrics
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/engine/registry"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RocketMQ 5's broker metrics (RIP-46), by the names and labels of the
+// Java broker's BrokerMetricsConstant, so that dashboards made for
+// RocketMQ work on Karman. Every series carries cluster, node_type
+// ("broker") and node_id (the broker name).
+const (
+	labelCluster   = "cluster"
+	labelNodeType  = "node_type"
+	labelNodeID    = "node_id"
+	labelTopic     = "topic"
+	labelGroup     = "consumer_group"
+	labelMsgType   = "message_type"
+	labelIsRetry   = "is_retry"
+	labelIsSystem  = "is_system"
+	labelLanguage  = "language"
+	labelVersion   = "version"
+	labelMode      = "consume_mode"
+	labelInvStatus = "invocation_status"
+	nodeTypeBroker = "broker"
+)
+
+// EngineFunc calls visit with the open engine and reports true, or
+// reports false without calling it while no engine is open. The engine
+// stays open until visit returns.
+type EngineFunc func(visit func(*engine.Engine)) bool
+
+// RocketMQCollector computes RocketMQ's broker metrics from the engine at
+// scrape time.
+type RocketMQCollector struct {
+	eng EngineFunc
+
+	messagesIn, throughputIn, messagesOut, throughputOut,
+	lag, inflight, ready, consumerConns, producerConns *prometheus.Desc
+}
+
+// NewRocketMQCollector returns the collector of RocketMQ's broker metrics
+// for the broker node of cluster.
+func NewRocketMQCollector(eng EngineFunc, cluster, node string) *RocketMQCollector {
+	c := prometheus.Labels{labelCluster: cluster, labelNodeType: nodeTypeBroker, labelNodeID: node}
+	in := []string{labelTopic, labelMsgType, labelIsSystem}
+	out := []string{labelTopic, labelGroup, labelIsRetry, labelIsSystem}
+	return &RocketMQCollector{
+		eng:           eng,
+		messagesIn:    prometheus.NewDesc("rocketmq_messages_in_total", "Messages stored in the topic.", in, c),
+		throughputIn:  prometheus.NewDesc("rocketmq_throughput_in_total", "Message body bytes stored in the topic.", in, c),
+		messagesOut:   prometheus.NewDesc("rocketmq_messages_out_total", "Messages delivered from the topic to the consumer group (pulled or popped).", out, c),
+		throughputOut: prometheus.NewDesc("rocketmq_throughput_out_total", "Stored record bytes delivered from the topic to the consumer group.", out, c),
+		lag:           prometheus.NewDesc("rocketmq_consumer_lag_messages", "Messages of the topic stored after the group's committed offsets, over its queues.", out, c),
+		inflight:      prometheus.NewDesc("rocketmq_consumer_inflight_messages", "Messages the group has popped and not yet acknowledged (pop and gRPC consumers; pulls are not tracked per message).", out, c),
+		ready:         prometheus.NewDesc("rocketmq_consumer_ready_messages", "Messages of the topic ready for the group: its lag less those in flight.", out, c),
+		consumerConns: prometheus.NewDesc("rocketmq_consumer_connections", "Online consumers of the group.", []string{labelGroup, labelIsRetry, labelIsSystem, labelLanguage, labelVersion, labelMode}, c),
+		producerConns: prometheus.NewDesc("rocketmq_producer_connections", "Online producers.", []string{labelLanguage, labelVersion}, c),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *RocketMQCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.messagesIn, c.throughputIn, c.messagesOut, c.throughputOut, c.lag, c.inflight, c.ready, c.consumerConns, c.producerConns} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *RocketMQCollector) Collect(ch chan<- prometheus.Metric) {
+	c.eng(func(e *engine.Engine) { c.collect(e, ch) })
+}
+
+type groupTopic struct{ group, topic string }
+
+func (c *RocketMQCollector) collect(e *engine.Engine, ch chan<- prometheus.Metric) {
+	st := e.Stats()
+	topics := map[string]meta.Topic{}
+	for _, t := range e.Topics() {
+		topics[t.Name] = t
+	}
+	inflight := map[groupTopic]int64{}
+	for _, ts := range st.Topics {
+		t := topics[ts.Topic]
+		sys := boolLabel(isSystemTopic(t))
+		typ := messageType(t)
+		ch <- prometheus.MustNewConstMetric(c.messagesIn, prometheus.CounterValue, float64(ts.MessagesIn), ts.Topic, typ, sys)
+		ch <- prometheus.MustNewConstMetric(c.throughputIn, prometheus.CounterValue, float64(ts.BytesIn), ts.Topic, typ, sys)
+		retry := boolLabel(message.IsRetryTopic(ts.Topic))
+		for _, g := range ts.Groups {
+			if g.Group == "" {
+				continue // pulls that named no group
+			}
+			ch <- prometheus.MustNewConstMetric(c.messagesOut, prometheus.CounterValue, float64(g.MessagesOut), ts.Topic, g.Group, retry, sys)
+			ch <- prometheus.MustNewConstMetric(c.throughputOut, prometheus.CounterValue, float64(g.BytesOut), ts.Topic, g.Group, retry, sys)
+			inflight[groupTopic{g.Group, ts.Topic}] = g.Inflight
+		}
+	}
+	reg := e.Clients()
+	groups := map[string]bool{}
+	for _, g := range e.Groups() {
+		groups[g.Name] = true
+	}
+	for _, g := range reg.ConsumerGroups() {
+		groups[g] = true
+	}
+	for group := range groups {
+		names, err := e.TopicsConsumedBy(group)
+		if err != nil {
+			continue
+		}
+		for _, topic := range names {
+			t, ok := topics[topic]
+			if !ok {
+				continue
+			}
+			lag, ok := groupLag(e, group, t)
+			if !ok {
+				continue
+			}
+			fl := inflight[groupTopic{group, topic}]
+			sys := boolLabel(isSystemTopic(t) || isSystemGroup(group))
+			retry := boolLabel(message.IsRetryTopic(topic))
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag), topic, group, retry, sys)
+			ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(fl), topic, group, retry, sys)
+			ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, float64(max(lag-fl, 0)), topic, group, retry, sys)
+		}
+	}
+	for _, group := range reg.ConsumerGroups() {
+		modes := map[string]int{}
+		for _, ci := range reg.Consumers(group) {
+			modes[consumeMode(ci.Type)]++
+		}
+		sys := boolLabel(isSystemGroup(group))
+		for mode, n := range modes {
+			ch <- prometheus.MustNewConstMetric(c.consumerConns, prometheus.GaugeValue, float64(n), group, "false", sys, "", "", mode)
+		}
+	}
+	producers := map[registry.ClientID]bool{}
+	for _, group := range reg.ProducerGroups() {
+		for _, ci := range reg.Producers(group) {
+			producers[ci.ID] = true
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.producerConns, prometheus.GaugeValue, float64(len(producers)), "", "")
+}
+
+// groupLag sums, over the topic's queues, the messages stored after the
+// group's committed offset (from the queue's first stored message where
+// it has none).
+func groupLag(e *engine.Engine, group string, t meta.Topic) (int64, bool) {
+	committed, err := e.ConsumerOffsets(group, t.Name)
+	if err != nil && !errors.Is(err, engine.ErrNoOffset) {
+		return 0, false
+	}
+	var lag int64
+	for q := range t.ReadQueues {
+		maxOff, err := e.MaxOffset(t.Name, q)
+		if err != nil {
+			return 0, false
+		}
+		off, ok := committed[q]
+		if !ok {
+			if off, err = e.MinOffset(t.Name, q); err != nil {
+				return 0, false
+			}
+		}
+		lag += max(maxOff-off, 0)
+	}
+	return lag, true
+}
+
+// isSystemGroup reports whether a group is one RocketMQ's tools use.
+func isSystemGroup(g string) bool {
+	return g == message.GroupTools || strings.HasPrefix(g, "CID_RMQ_SYS_")
+}
+
+func isSystemTopic(t meta.Topic) bool { return t.System || message.IsSystemTopic(t.Name) }
+
+// messageType is the topic's message type as RocketMQ's metrics write it:
+// Normal, FIFO, Delay, Transaction; topics of no type (or MIXED) count as
+// Normal.
+func messageType(t meta.Topic) string {
+	switch t.MessageType {
+	case meta.MessageTypeFIFO:
+		return "FIFO"
+	case meta.MessageTypeDelay:
+		return "Delay"
+	case meta.MessageTypeTransaction:
+		return "Transaction"
+	}
+	return "Normal"
+}
+
+// consumeMode is the consume_mode label of a consumer: push, pull or pop.
+func consumeMode(t registry.ConsumeType) string {
+	switch t {
+	case registry.ConsumePull:
+		return "pull"
+	case registry.ConsumeSimple:
+		return "pop"
+	}
+	return "push"
+}
+
+func boolLabel(b bool) string { return strconv.FormatBool(b) }
+
+// NewSendCost returns the histogram of send durations in milliseconds,
+// rocketmq_send_cost_time, of the broker node of cluster, by topic and
+// invocation_status (success or failure), with RocketMQ's buckets.
+// RocketMQ's clients keep this histogram per client (client_id); a broker
+// keeps it per topic, since a label per client would make series without
+// end.
+func NewSendCost(cluster, node string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:        "rocketmq_send_cost_time",
+		ConstLabels: prometheus.Labels{labelCluster: cluster, labelNodeType: nodeTypeBroker, labelNodeID: node},
+		Help:        "Time the broker took to answer a send (hooks, checks, append, and the flush under sync flush), in milliseconds.",
+		Buckets:     []float64{1, 5, 10, 20, 50, 200, 500},
+	}, []string{labelTopic, labelInvStatus})
+}
+
+// ObserveSend records one send in h. Sends to topics that do not exist or
+// have invalid names count under topic "", so that bad requests cannot
+// make series without end.
+func ObserveSend(h *prometheus.HistogramVec, topic string, ms float64, err error) {
+	status := "success"
+	if err != nil {
+		status = "failure"
+		if errors.Is(err, engine.ErrTopicNotFound) || errors.Is(err, engine.ErrInvalidTopic) {
+			topic = ""
+		}
+	}
+	h.WithLabelValues(topic, status).Observe(ms)
+}

@@ -1,0 +1,169 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/engine/registry"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestRocketMQCollector drives an engine (sends, a pull as a group, pops,
+// a commit, a consumer online) and checks RocketMQ's metrics against it.
+func TestRocketMQCollector(t *testing.T) {
+	e, err := engine.Open(t.TempDir(), &engine.Options{SegmentSize: 1 << 20, AutoCreateGroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	for _, tp := range []meta.Topic{
+		{Name: "orders", ReadQueues: 2, WriteQueues: 2, Perm: meta.PermRW, MessageType: meta.MessageTypeFIFO},
+		{Name: "plain", ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW},
+	} {
+		if err := e.CreateTopic(tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 6 {
+		m := &message.Message{Topic: "orders", Body: []byte("0123456789"), Properties: map[string]string{message.PropertyShardingKey: "k"}}
+		if _, err := e.SendToQueue(ctx, m, int32(i%2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Send(ctx, &message.Message{Topic: "plain", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// billing pulls 2 of queue 0 and commits 2 there; poppers pops plain's one.
+	res, err := e.Pull(hook.NewContext(ctx, &hook.Client{Group: "billing"}), "orders", 0, 0, 2, nil)
+	if err != nil || len(res.Records) != 2 {
+		t.Fatalf("pull: %v", err)
+	}
+	if err := e.CreateGroup(meta.Group{Name: "billing"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CommitOffset("billing", "orders", 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	popped, err := e.Pop(ctx, engine.PopOptions{Group: "poppers", Topic: "plain", Max: 4})
+	if err != nil || len(popped) != 1 {
+		t.Fatalf("pop: %d, %v", len(popped), err)
+	}
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "c1", Protocol: "remoting", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "p1", Protocol: "grpc", Producers: []string{"pg"}})
+
+	c := NewRocketMQCollector(func(visit func(*engine.Engine)) bool { visit(e); return true }, "DefaultCluster", "broker-a")
+	k := func(name string, kv ...string) string {
+		ls := []string{`cluster="DefaultCluster"`, `node_id="broker-a"`, `node_type="broker"`}
+		for i := 0; i < len(kv); i += 2 {
+			ls = append(ls, kv[i]+`="`+kv[i+1]+`"`)
+		}
+		slices.Sort(ls)
+		return name + "{" + strings.Join(ls, ",") + "}"
+	}
+	orders := []string{"consumer_group", "billing", "is_retry", "false", "is_system", "false", "topic", "orders"}
+	plain := []string{"consumer_group", "poppers", "is_retry", "false", "is_system", "false", "topic", "plain"}
+	want := map[string]float64{
+		k("rocketmq_messages_in_total", "is_system", "false", "message_type", "FIFO", "topic", "orders"):    6,
+		k("rocketmq_messages_in_total", "is_system", "false", "message_type", "Normal", "topic", "plain"):   1,
+		k("rocketmq_throughput_in_total", "is_system", "false", "message_type", "FIFO", "topic", "orders"):  60,
+		k("rocketmq_throughput_in_total", "is_system", "false", "message_type", "Normal", "topic", "plain"): 1,
+		k("rocketmq_messages_out_total", orders...):                                                         2,
+		k("rocketmq_messages_out_total", plain...):                                                          1,
+		k("rocketmq_throughput_out_total", orders...):                                                       float64(len(res.Records[0]) + len(res.Records[1])),
+		k("rocketmq_throughput_out_total", plain...):                                                        float64(len(popped[0].Record)),
+		k("rocketmq_consumer_lag_messages", orders...):                                                      4,
+		k("rocketmq_consumer_inflight_messages", orders...):                                                 0,
+		k("rocketmq_consumer_ready_messages", orders...):                                                    4,
+		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "", "version", ""): 1,
+		k("rocketmq_producer_connections", "language", "", "version", ""):                                                                                                 1,
+	}
+	got := series(t, c)
+	if !maps.Equal(got, want) {
+		for k, v := range got {
+			if w, ok := want[k]; !ok || w != v {
+				t.Errorf("got %s %v (want %v, %v)", k, v, w, ok)
+			}
+		}
+		for k, v := range want {
+			if _, ok := got[k]; !ok {
+				t.Errorf("missing %s %v", k, v)
+			}
+		}
+	}
+	// poppers has committed nothing in plain, so it has no lag series
+	// (its pop state is no committed offset).
+
+	// A closed engine gives no series and no panic.
+	closed := NewRocketMQCollector(func(func(*engine.Engine)) bool { return false }, "c", "n")
+	if n := testutil.CollectAndCount(closed); n != 0 {
+		t.Errorf("%d series without an engine", n)
+	}
+}
+
+func TestObserveSend(t *testing.T) {
+	h := NewSendCost("c", "n")
+	ObserveSend(h, "orders", 3, nil)
+	ObserveSend(h, "orders", 700, errors.New("disk full"))
+	ObserveSend(h, "no-such-topic", 1, engine.ErrTopicNotFound)
+	ObserveSend(h, "bad name!", 1, engine.ErrInvalidTopic)
+	want := map[[2]string]uint64{{"orders", "success"}: 1, {"orders", "failure"}: 1, {"", "failure"}: 2}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(h)
+	fams, err := reg.Gather()
+	if err != nil || len(fams) != 1 {
+		t.Fatalf("gather: %v, %d families", err, len(fams))
+	}
+	got := map[[2]string]uint64{}
+	for _, m := range fams[0].GetMetric() {
+		var k [2]string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "topic":
+				k[0] = l.GetValue()
+			case "invocation_status":
+				k[1] = l.GetValue()
+			}
+		}
+		got[k] = m.GetHistogram().GetSampleCount()
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("send counts %v, want %v", got, want)
+	}
+}
+
+// series collects c into "name{labels sorted}" → value.
+func series(t *testing.T, c prometheus.Collector) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			var ls []string
+			for _, l := range m.GetLabel() {
+				ls = append(ls, l.GetName()+"=\""+l.GetValue()+"\"")
+			}
+			slices.Sort(ls)
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			out[f.GetName()+"{"+strings.Join(ls, ",")+"}"] = v
+		}
+	}
+	return out
+}
