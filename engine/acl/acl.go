@@ -151,12 +151,17 @@ func compileUser(u User) (*compiled, error) {
 // Authenticate implements hook.Authenticator: a remoting or gRPC request
 // must be signed with its user's secret (a gRPC one also dated within
 // the clock skew); the password of an MQTT client, or of an HTTP API
-// caller (Basic), must be its user's secret. The user must exist and be
+// caller (Basic), must be its user's secret, unless the MQTT client's
+// TLS connection verified a client certificate, whose subject's common
+// name is then its user. The user must exist and be
 // enabled.
 func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) {
 	s := a.snap.Load()
 	if s == nil {
 		return hook.Principal{}, a.refuseAuth(c, "", hook.Unauthenticated("the access-control list is not loaded yet"))
+	}
+	if c.Protocol == "mqtt" && c.Certificate != nil {
+		return a.authenticateCert(s, c)
 	}
 	if c.Protocol == "mqtt" || c.Protocol == "http" {
 		u := s.users[c.Username]
@@ -201,6 +206,25 @@ func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Princip
 	return hook.Principal{Name: u.user.Name}, nil
 }
 
+// authenticateCert authenticates an MQTT client by the certificate its
+// TLS connection verified: the subject's common name names the user; a
+// username, if given, must be that name; a password is not checked.
+func (a *ACL) authenticateCert(s *snapshot, c *hook.Credentials) (hook.Principal, error) {
+	name := c.Certificate.Subject.CommonName
+	switch u := s.users[name]; {
+	case name == "":
+		return hook.Principal{}, a.refuseAuth(c, c.Username, hook.Unauthenticated("the client certificate's subject has no common name"))
+	case c.Username != "" && c.Username != name:
+		return hook.Principal{}, a.refuseAuth(c, c.Username, hook.Unauthenticated("username "+c.Username+" is not the client certificate's common name "+name))
+	case u == nil:
+		return hook.Principal{}, a.refuseAuth(c, name, hook.Unauthenticated("the client certificate's common name "+name+" is no user"))
+	case u.disabled:
+		return hook.Principal{}, a.refuseAuth(c, name, hook.Unauthenticated("user "+name+" is disabled"))
+	default:
+		return hook.Principal{Name: u.user.Name}, nil
+	}
+}
+
 // dateLayout is the layout of x-mq-date-time.
 const dateLayout = "20060102T150405Z"
 
@@ -222,7 +246,9 @@ func (a *ACL) checkDate(v string) error {
 // Authorize implements hook.Authorizer. A super user may do everything.
 // A normal user's entries matching the resource (by type and name), the
 // action and the client's address (from the hook.Client in ctx) decide:
-// a Deny wins, else an Allow allows, else the action is denied. An mqtt
+// a Deny wins, else an Allow allows, else the action is denied. The name
+// "*" (hook.AllTopics) is every name: only an Allow on all of them
+// (TYPE:* or *) allows, and a Deny on any of them refuses. An mqtt
 // resource is judged by the user's mqtt entries; a user with none is
 // allowed (the RocketMQ topic the MQTT topic maps to is checked too).
 func (a *ACL) Authorize(ctx context.Context, p hook.Principal, act hook.Action, r hook.Resource) error {
@@ -261,10 +287,20 @@ func (a *ACL) Authorize(ctx context.Context, p hook.Principal, act hook.Action, 
 			allowed = true
 		}
 	} else if int(r.Type) < len(u.byType) {
+		// "*" is every name: an Allow must cover them all, and a Deny
+		// of any of them refuses.
+		every := r.Name == "*"
 		for _, rules := range [2][]rule{u.byType[r.Type], u.byType[0]} {
 			for i := range rules {
 				rl := &rules[i]
-				if rl.actions&bit == 0 || !rl.name.match(r.Name) || !rl.from(addr) {
+				if rl.actions&bit == 0 || !rl.from(addr) {
+					continue
+				}
+				if every {
+					if !rl.deny && rl.name.kind != matchAny {
+						continue
+					}
+				} else if !rl.name.match(r.Name) {
 					continue
 				}
 				if rl.deny {

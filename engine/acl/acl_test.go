@@ -3,6 +3,8 @@ package acl
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -170,6 +172,16 @@ func TestAuthorize(t *testing.T) {
 		{"dev", ctxFrom("mqtt", "", "c1"), hook.ActionPub, hook.Topic("devices"), true},
 		{"plain", ctxFrom("mqtt", "", "c1"), hook.ActionPub, hook.MQTT("devices/anything"), true}, // no mqtt entries
 		{"plain", ctxFrom("mqtt", "", "c1"), hook.ActionPub, hook.Topic("other"), false},
+
+		// Every topic at once (an MQTT filter #): an Allow of all, and no
+		// Deny of any.
+		{"root", bg, hook.ActionSub, hook.AllTopics, true},
+		{"reader", bg, hook.ActionSub, hook.AllTopics, true},                                    // *
+		{"app", bg, hook.ActionSub, hook.AllTopics, false},                                      // prefixes only
+		{"dev", ctxFrom("mqtt", "", "c1"), hook.ActionSub, hook.AllTopics, false},               // one topic
+		{"local", ctxFrom("remoting", "10.1.2.3:1", ""), hook.ActionPub, hook.AllTopics, true},  // Topic:*
+		{"local", ctxFrom("remoting", "10.9.1.1:1", ""), hook.ActionPub, hook.AllTopics, false}, // Deny of Topic:blocked from there
+		{"local", ctxFrom("remoting", "10.1.2.3:1", ""), hook.ActionSub, hook.AllTopics, false}, // Pub only
 	} {
 		name := fmt.Sprintf("%s/%s/%s", tc.user, tc.act, tc.res)
 		err := a.Authorize(tc.ctx, hook.Principal{Name: tc.user}, tc.act, tc.res)
@@ -391,6 +403,13 @@ func TestAuthenticate(t *testing.T) {
 	mqtt := func(user, pw string) *hook.Credentials {
 		return &hook.Credentials{Protocol: "mqtt", Username: user, Password: []byte(pw), ClientID: "c1"}
 	}
+	// cert: an MQTT client whose TLS connection verified a certificate
+	// of subject CN=cn.
+	cert := func(cn, user, pw string) *hook.Credentials {
+		c := mqtt(user, pw)
+		c.Certificate = &x509.Certificate{Subject: pkix.Name{CommonName: cn, Organization: []string{"devices"}}}
+		return c
+	}
 	for _, tc := range []struct {
 		name string
 		c    *hook.Credentials
@@ -412,12 +431,18 @@ func TestAuthenticate(t *testing.T) {
 		{"mqtt unknown", mqtt("ghost", "appsecret"), "bad username or password"},
 		{"mqtt no user", mqtt("", ""), "no username"},
 		{"mqtt disabled", mqtt("off", "offsecret"), "disabled"},
+		{"mqtt cert", cert("app", "", ""), ""},
+		{"mqtt cert and its username", cert("app", "app", "not checked"), ""},
+		{"mqtt cert and another username", cert("app", "off", "offsecret"), "username off is not the client certificate's common name app"},
+		{"mqtt cert unknown", cert("ghost", "", ""), "common name ghost is no user"},
+		{"mqtt cert disabled", cert("off", "", ""), "disabled"},
+		{"mqtt cert without a name", cert("", "app", "appsecret"), "no common name"},
 		{"http basic ok", &hook.Credentials{Protocol: "http", Username: "app", Password: []byte("appsecret")}, ""},
 		{"http basic wrong", &hook.Credentials{Protocol: "http", Username: "app", Password: []byte("nope")}, "bad username or password"},
 	} {
 		p, err := a.Authenticate(ctx, tc.c)
 		if tc.want == "" {
-			if err != nil || p.Name == "" {
+			if err != nil || p.Name != "app" {
 				t.Errorf("%s: %v, %+v", tc.name, err, p)
 			}
 			continue
@@ -433,11 +458,11 @@ func TestAuthenticate(t *testing.T) {
 		t.Errorf("no audit line for the wrong secret:\n%s", logs.String())
 	}
 	by, unlogged := a.Refusals()
-	if by[0].Unauthenticated != 5 || by[1].Unauthenticated != 4 || by[2].Unauthenticated != 4 || by[3].Unauthenticated != 1 {
+	if by[0].Unauthenticated != 5 || by[1].Unauthenticated != 4 || by[2].Unauthenticated != 8 || by[3].Unauthenticated != 1 {
 		t.Errorf("refusals = %+v", by)
 	}
-	if unlogged != 14-AuditBurst { // 14 refusals within one second of the fixed clock
-		t.Errorf("unlogged = %d, want %d", unlogged, 14-AuditBurst)
+	if unlogged != 18-AuditBurst { // 18 refusals within one second of the fixed clock
+		t.Errorf("unlogged = %d, want %d", unlogged, 18-AuditBurst)
 	}
 }
 

@@ -47,14 +47,19 @@
 // only by the user's mqtt entries, and a user with none is allowed: the
 // MQTT front-end also authorizes the RocketMQ topic an MQTT topic maps
 // to, so a user's Topic entries govern its devices unless it has mqtt
-// entries.
+// entries. An MQTT filter whose first level is a wildcard (#, +/...)
+// reads every topic: it is authorized on hook.AllTopics, which needs an
+// Allow of every topic (Topic:* or *) and no Deny of any.
 //
 // Authenticate: remoting and gRPC requests must be signed (package
 // rmqauth) with the secret of an enabled user; a gRPC request's
 // x-mq-date-time must be within Options.ClockSkew of the broker's clock,
 // which bounds how long a captured request can be replayed (remoting
 // requests carry nothing to bound it with). A request without
-// credentials is refused. MQTT: username and password.
+// credentials is refused. MQTT: username and password; or a client
+// certificate the TLS connection verified (hook.Credentials.Certificate),
+// whose subject's common name is the user, with no password (a username,
+// if given, must be that name).
 //
 // Each check reads an immutable, precompiled snapshot through an atomic
 // pointer: no lock and no allocation unless it refuses. Refusals are

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"net/netip"
 	"strconv"
@@ -72,6 +73,10 @@ type Credentials struct {
 	Password []byte
 	// ClientID is the MQTT client identifier ("" for other protocols).
 	ClientID string
+	// Certificate is the client's certificate when the connection's TLS
+	// layer verified it against the client CAs it was given (MQTT over
+	// TLS with --mqtt-tls-client-ca); nil otherwise. Read-only.
+	Certificate *x509.Certificate
 	// Fields are the raw fields the credentials were taken from, for
 	// schemes of one's own: a remoting request's extFields, a gRPC
 	// call's RocketMQ headers (authorization and the x-mq-* headers,
@@ -136,6 +141,12 @@ type Resource struct {
 
 // Topic returns the resource of topic name.
 func Topic(name string) Resource { return Resource{ResourceTopic, name} }
+
+// AllTopics is the resource of every topic at once ("*" is no topic's
+// name), which an MQTT filter with a wildcard first level (#, +/...)
+// reads from: an Authorizer allows an action on it only where it would
+// allow it on any topic.
+var AllTopics = Topic("*")
 
 // Group returns the resource of group name.
 func Group(name string) Resource { return Resource{ResourceGroup, name} }

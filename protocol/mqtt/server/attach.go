@@ -6,6 +6,9 @@ import (
 
 // attach binds connection c to the session of id, taking it over from a
 // connection that holds it, and reports whether a session was present.
+// A session is resumed only by its owner, the principal that made it:
+// another one's connection starts a new session, so that it gets no
+// subscriptions or messages the owner was authorized for.
 func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) (*session, bool, error) {
 	for {
 		s.mu.Lock()
@@ -27,7 +30,7 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 		}
 		var stale *session
 		present := false
-		if ss != nil && clean {
+		if ss != nil && (clean || ss.owner != c.principal.Name) {
 			delete(s.sessions, id)
 			stale, ss = ss, nil
 		}
@@ -47,7 +50,7 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 			ss.expireTimer.Stop()
 			ss.expireTimer = nil
 		}
-		ss.conn, ss.gone = c, time.Time{}
+		ss.conn, ss.gone, ss.owner = c, time.Time{}, c.principal.Name
 		ss.version, ss.expiry = c.version, expiry
 		wasPersistent := ss.persist.Load()
 		ss.persist.Store(persist)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -271,7 +272,13 @@ func (c *conn) connect(cp *packet.Connect) bool {
 	}
 	hooks := c.s.e.Hooks()
 	if len(hooks.Authenticators) > 0 {
-		pr, err := hooks.Authenticate(c.ctx, &hook.Credentials{Protocol: "mqtt", Addr: c.addr, Username: cp.Username, Password: cp.Password, ClientID: cp.ClientID})
+		cr := &hook.Credentials{Protocol: "mqtt", Addr: c.addr, Username: cp.Username, Password: cp.Password, ClientID: cp.ClientID}
+		if tc, ok := c.nc.(interface{ ConnectionState() tls.ConnectionState }); ok {
+			if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 && len(st.VerifiedChains[0]) > 0 {
+				cr.Certificate = st.VerifiedChains[0][0]
+			}
+		}
+		pr, err := hooks.Authenticate(c.ctx, cr)
 		if err != nil {
 			code := packet.NotAuthorized
 			if errors.Is(err, hook.ErrUnauthenticated) {
@@ -287,8 +294,19 @@ func (c *conn) connect(cp *packet.Connect) bool {
 	}
 	if w := cp.Will; w != nil {
 		m := fromPublish(&packet.Publish{QoS: w.QoS, Retain: w.Retain, Topic: w.Topic, Payload: w.Payload, Properties: w.Properties}, id)
-		if _, _, err := mapping.Split(w.Topic); err != nil || strings.HasPrefix(w.Topic, "$") {
+		first, _, err := mapping.Split(w.Topic)
+		if err != nil || strings.HasPrefix(w.Topic, "$") {
 			return c.refuse(packet.TopicNameInvalid, "the will topic cannot be stored: "+w.Topic)
+		}
+		// The will is a publish the client asks for now.
+		if len(hooks.Authorizers) > 0 {
+			err := hooks.Authorize(c.hookCtx, c.principal, hook.ActionPub, hook.Topic(first))
+			if err == nil {
+				err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionPub, hook.MQTT(w.Topic))
+			}
+			if err != nil {
+				return c.refuse(packet.NotAuthorized, "the will: "+err.Error())
+			}
 		}
 		c.will, c.willDelay = m, w.Properties.WillDelay
 	}

@@ -10,13 +10,18 @@
 //
 // What it does: CONNECT with assigned client ids, Session Present, server
 // keep alive, clean session/clean start and session expiry, takeover (5.0:
-// DISCONNECT 0x8E to the old connection); authentication of CONNECT and
-// authorization of PUBLISH (hook.Topic(first), then hook.MQTT(topic)) and
+// DISCONNECT 0x8E to the old connection); authentication of CONNECT (with
+// the client certificate a TLS connection verified, as
+// hook.Credentials.Certificate) and authorization of PUBLISH and of a
+// will at CONNECT (hook.Topic(first), then hook.MQTT(topic)) and
 // SUBSCRIBE (hook.MQTT(filter), and hook.Topic(first) for a literal first
-// level) through the engine's hooks, refused with 0x86/0x87 (5.0) or
-// return code 4/5, PUBACK/SUBACK 0x87 or SUBACK 0x80; QoS 0, 1 and 2;
-// wildcards and shared subscriptions (a member that leaves, or leaves QoS
-// 1 messages unacknowledged for Options.SharedStallTimeout, has them
+// level, hook.AllTopics for a wildcard one) through the engine's hooks, refused with 0x86/0x87 (5.0) or
+// return code 4/5, PUBACK/SUBACK 0x87 or SUBACK 0x80 (a 3.1.1 PUBLISH
+// refused is acknowledged and dropped: 3.1.1 has no negative
+// acknowledgement); a session resumed only by the principal that made it
+// (another's connection with its client id starts a new one); QoS 0, 1
+// and 2; wildcards and shared subscriptions (a member that leaves, or
+// leaves QoS 1 messages unacknowledged for Options.SharedStallTimeout, has them
 // delivered to another); retained messages with retain handling and
 // retain as published; wills, with the 5.0 will delay; topic aliases
 // both ways, message expiry, user properties, content type, payload

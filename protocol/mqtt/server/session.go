@@ -83,6 +83,7 @@ type session struct {
 	id string
 
 	mu      sync.Mutex
+	owner   string // the principal of the connections that hold it; set under Server.mu and mu
 	version byte
 	persist atomic.Bool // kept after the connection ends
 	stored  atomic.Bool // has state in the store (persists, or did)
@@ -108,6 +109,7 @@ func newSession(s *Server, id string) *session {
 type sessionRecord struct {
 	V    byte        `json:"v"`
 	E    uint32      `json:"e"`
+	U    string      `json:"u,omitempty"`    // owner
 	Gone int64       `json:"gone,omitempty"` // Unix ms
 	Subs []subRecord `json:"subs,omitempty"`
 }
@@ -140,7 +142,7 @@ func pidKey(kind, id string, pid uint16) string {
 
 // record returns the session's header; mu held.
 func (ss *session) record() sessionRecord {
-	r := sessionRecord{V: ss.version, E: ss.expiry}
+	r := sessionRecord{V: ss.version, E: ss.expiry, U: ss.owner}
 	if !ss.gone.IsZero() {
 		r.Gone = ss.gone.UnixMilli()
 	}
@@ -239,7 +241,7 @@ func (s *Server) loadSessions() error {
 			return nil
 		}
 		ss := newSession(s, strings.TrimPrefix(k, "s/"))
-		ss.version, ss.expiry = r.V, r.E
+		ss.version, ss.expiry, ss.owner = r.V, r.E, r.U
 		ss.persist.Store(true)
 		ss.stored.Store(true)
 		ss.gone = now // connected at the crash: its connection ended now

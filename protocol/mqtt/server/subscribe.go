@@ -55,8 +55,14 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 		}
 		if len(hooks.Authorizers) > 0 {
 			err := hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.MQTT(sub.filter))
-			if first, _, _ := strings.Cut(sub.filter, "/"); err == nil && first != "+" && first != "#" && message.ValidateUserTopic(first) == nil {
-				err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.Topic(first))
+			if first, _, _ := strings.Cut(sub.filter, "/"); err == nil {
+				switch {
+				case first == "+" || first == "#":
+					// It reads from every topic.
+					err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.AllTopics)
+				case message.ValidateUserTopic(first) == nil:
+					err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.Topic(first))
+				}
 			}
 			if err != nil {
 				if v5 {

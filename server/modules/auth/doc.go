@@ -25,6 +25,13 @@
 // broker registration stay open, as RocketMQ's name server leaves them,
 // since clients look routes up before they talk to any broker.
 //
+// MQTT clients give the user's name as username and its secret as
+// password; with --mqtt-tls-client-ca, a client over TLS whose
+// certificate verifies is the user its subject's common name names, with
+// no password. Policies on mqtt:FILTER resources (with %u and %c for the
+// user and the client id) confine MQTT clients to topic subtrees, on top
+// of the Topic policies of the RocketMQ topic an MQTT topic maps to.
+//
 // --auth-clock-skew bounds how far a gRPC request's x-mq-date-time may be
 // from the server's clock (default 15m).
 //

@@ -58,6 +58,7 @@ var (
 type Config struct {
 	WSAddr, TLSAddr string // "off" disables
 	TLSCert, TLSKey string // PEM files; empty: self-signed
+	TLSClientCA     string // PEM file of the CAs client certificates are verified against; empty: none asked for
 	MaxInflight     int
 	MaxQoS0Lag      int64
 	MaxConnections  int
@@ -86,6 +87,7 @@ func (m *Module) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSAddr, Name+"-tls-addr", DefaultTLSAddr, "MQTT over TLS listen address; off disables it")
 	fs.StringVar(&c.TLSCert, Name+"-tls-cert", "", "PEM certificate of the MQTT TLS listener (default: a self-signed one)")
 	fs.StringVar(&c.TLSKey, Name+"-tls-key", "", "PEM private key of --mqtt-tls-cert")
+	fs.StringVar(&c.TLSClientCA, Name+"-tls-client-ca", "", "PEM file of CA certificates: the TLS listener asks clients for a certificate and verifies one given against them; with --auth its subject's common name is the client's user, no password needed")
 	fs.IntVar(&c.MaxInflight, Name+"-max-inflight", 128, "QoS 1 and 2 messages sent to a client and not yet acknowledged, at most (below the client's receive maximum)")
 	fs.Int64Var(&c.MaxQoS0Lag, Name+"-max-qos0-lag", 10000, "messages a QoS 0 subscriber may fall behind before the ones in between are dropped and counted")
 	fs.IntVar(&c.MaxConnections, Name+"-max-connections", 100000, "open MQTT connections, at most")
@@ -108,9 +110,12 @@ func (m *Module) Validate() error {
 		return fmt.Errorf("mqtt: --mqtt-max-packet-memory %d: want at least 1 MiB", c.MaxPacketMemory)
 	}
 	if c.TLSAddr == "off" {
+		if c.TLSClientCA != "" {
+			return fmt.Errorf("mqtt: --mqtt-tls-client-ca needs the TLS listener (--mqtt-tls-addr is off)")
+		}
 		return nil
 	}
-	tc, err := tlsConfig(c.TLSCert, c.TLSKey)
+	tc, err := tlsConfig(c.TLSCert, c.TLSKey, c.TLSClientCA)
 	if err != nil {
 		return err
 	}
