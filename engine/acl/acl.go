@@ -16,6 +16,7 @@ import (
 
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/hook/rmqauth"
+	"github.com/karmanmq/karman/engine/message"
 )
 
 // Store keeps the ACL's records; *engine.Engine and *meta.Store are
@@ -243,6 +244,23 @@ func (a *ACL) checkDate(v string) error {
 	return nil
 }
 
+// groupOfTopic returns the group resource of a retry or dead-letter topic
+// (%RETRY%G, %DLQ%G, with or without a namespace: ns%%RETRY%G is not how
+// RocketMQ names them, %RETRY%ns%G is), as RocketMQ's ACL 2.0 judges an
+// action on them: a consumer group's own topics are the group's. Other
+// resources are returned as they are.
+func groupOfTopic(r hook.Resource) hook.Resource {
+	if r.Type != hook.ResourceTopic {
+		return r
+	}
+	for _, prefix := range [...]string{message.RetryTopicPrefix, message.DLQTopicPrefix} {
+		if g, ok := strings.CutPrefix(r.Name, prefix); ok && g != "" {
+			return hook.Group(g)
+		}
+	}
+	return r
+}
+
 // Authorize implements hook.Authorizer. A super user may do everything.
 // A normal user's entries matching the resource (by type and name), the
 // action and the client's address (from the hook.Client in ctx) decide:
@@ -250,13 +268,15 @@ func (a *ACL) checkDate(v string) error {
 // "*" (hook.AllTopics) is every name: only an Allow on all of them
 // (TYPE:* or *) allows, and a Deny on any of them refuses. An mqtt
 // resource is judged by the user's mqtt entries; a user with none is
-// allowed (the RocketMQ topic the MQTT topic maps to is checked too).
+// allowed (the RocketMQ topic the MQTT topic maps to is checked too). A
+// retry or dead-letter topic is judged as its consumer group.
 func (a *ACL) Authorize(ctx context.Context, p hook.Principal, act hook.Action, r hook.Resource) error {
 	s := a.snap.Load()
 	if s == nil {
 		return a.refuse(ctx, p, act, r, "the access-control list is not loaded yet")
 	}
 	u := s.users[p.Name]
+	r = groupOfTopic(r)
 	switch {
 	case u == nil:
 		return a.refuse(ctx, p, act, r, "no such user")

@@ -139,6 +139,10 @@ func TestAuthorize(t *testing.T) {
 		{"app", bg, hook.ActionSub, hook.Topic("secret-keys"), false}, // Deny beats Allow
 		{"app", bg, hook.ActionPub, hook.Topic("secret-keys"), true},  // Deny is on Sub only
 		{"app", bg, hook.ActionGet, hook.Cluster("DefaultCluster"), false},
+		{"app", bg, hook.ActionSub, hook.Topic("%RETRY%billing"), true},   // a group's retry topic is the group's
+		{"app", bg, hook.ActionSub, hook.Topic("%DLQ%billing"), true},     // and so is its dead-letter topic
+		{"app", bg, hook.ActionSub, hook.Topic("%RETRY%payments"), false}, // not Sub on Group:payments
+		{"app", bg, hook.ActionPub, hook.Topic("%RETRY%"), false},         // a prefix alone is a topic
 
 		{"reader", bg, hook.ActionSub, hook.Topic("x"), true},
 		{"reader", bg, hook.ActionGet, hook.Cluster("c"), true},
