@@ -318,3 +318,23 @@ func Encode(w io.Writer, p Packet, version byte) error {
 	_, err = w.Write(b)
 	return err
 }
+
+// PacketBuffered reports whether a whole packet is in the read buffer, so
+// that the next Read returns without reading from the connection. A
+// server flushes its queued acknowledgements when it is not.
+func (d *Decoder) PacketBuffered() bool {
+	n := d.r.Buffered()
+	if n < 2 {
+		return false
+	}
+	b, _ := d.r.Peek(n) // buffered bytes only: no read
+	rl, shift := 0, 0
+	for i := 1; i < len(b) && i <= 4; i++ {
+		rl |= int(b[i]&0x7F) << shift
+		if b[i] < 0x80 {
+			return i+1+rl <= n
+		}
+		shift += 7
+	}
+	return false
+}

@@ -91,8 +91,9 @@ func (c *conn) write(p packet.Packet) error {
 	return c.flushLocked()
 }
 
-// queue adds p to what the next flush sends (a pump's batch), flushing
-// once 64 KiB are waiting.
+// queue adds p to what the next flush sends (a pump's batch, or the
+// reader's acknowledgements, flushed before it waits for the client),
+// flushing once 64 KiB are waiting.
 func (c *conn) queue(p packet.Packet) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -371,6 +372,14 @@ func (c *conn) readLoop() {
 		} else {
 			c.nc.SetReadDeadline(time.Time{})
 		}
+		if !c.dec.PacketBuffered() {
+			// The next Read waits for the client: what is queued goes
+			// now, so a burst of PUBLISH packets costs one write of
+			// acknowledgements.
+			if c.flush() != nil {
+				return
+			}
+		}
 		p, err := c.dec.Read()
 		if err != nil {
 			var pe *packet.Error
@@ -382,6 +391,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		if !c.handle(p) {
+			c.flush() // the acknowledgements before the end
 			return
 		}
 	}
@@ -477,9 +487,9 @@ func (c *conn) pubAck(p *packet.Publish, code packet.ReasonCode, reason ...strin
 	}
 	switch p.QoS {
 	case 1:
-		return c.write(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+		return c.queue(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
 	case 2:
-		return c.write(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+		return c.queue(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
 	}
 	return true
 }
@@ -516,7 +526,7 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		n := len(c.ss.qos2In)
 		c.ss.mu.Unlock()
 		if dup { // stored already: acknowledge again, store nothing
-			return c.write(&packet.Pubrec{PacketID: p.PacketID}) == nil
+			return c.queue(&packet.Pubrec{PacketID: p.PacketID}) == nil
 		}
 		if n >= s.opts.ReceiveMaximum {
 			c.disconnect(packet.ReceiveMaximumExceeded, "")
@@ -601,7 +611,7 @@ func (c *conn) handlePubrel(p *packet.Pubrel) bool {
 			return false
 		}
 	}
-	return c.write(&packet.Pubcomp{PacketID: p.PacketID, ReasonCode: code}) == nil
+	return c.queue(&packet.Pubcomp{PacketID: p.PacketID, ReasonCode: code}) == nil
 }
 
 // teardown ends the connection's part in its session.

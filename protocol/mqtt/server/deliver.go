@@ -380,5 +380,5 @@ func (ss *session) received(c *conn, pid uint16, code packet.ReasonCode) {
 	if err := ss.putOut(f); err != nil {
 		ss.s.log.Warn("mqtt: store in-flight state", "client", ss.id, "err", err)
 	}
-	c.write(pubrel(pid))
+	c.queue(pubrel(pid))
 }
