@@ -2,12 +2,16 @@ package server_test
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
+	"github.com/karmanmq/karman/protocol/mqtt/route"
+	"github.com/karmanmq/karman/protocol/mqtt/server"
 )
 
 // raw is a client on the codec, for what the real clients do not let a
@@ -278,5 +282,38 @@ func TestQoS1InMemoryQoS2Marked(t *testing.T) {
 		if g != "acked-after" {
 			t.Fatalf("after restart got %q: %q sent again", got, g)
 		}
+	}
+}
+
+// TestOffsetWrittenLazily: the acknowledgements of a persistent session
+// move its offset in memory, and the offset reaches the engine state
+// within OffsetCommitInterval, with the connection still open (what a
+// kill -9 would find).
+func TestOffsetWrittenLazily(t *testing.T) {
+	b := startBroker(t, "", &server.Options{OffsetCommitInterval: 20 * time.Millisecond})
+	s, _ := dialRaw(t, b.addr, packet.Version311, &packet.Connect{ClientID: "lazy", KeepAlive: 30})
+	s.subscribe(1, packet.Subscription{Filter: "lazy/t", QoS: 1})
+	p, _ := dialRaw(t, b.addr, packet.Version311, &packet.Connect{ClientID: "lazyp", CleanStart: true, KeepAlive: 30})
+	for i := range 3 {
+		p.publish(uint16(i+1), "lazy/t", 1, fmt.Sprint("m", i))
+	}
+	for range 3 {
+		m := s.expect(packet.PUBLISH).(*packet.Publish)
+		s.send(&packet.Puback{PacketID: m.PacketID})
+	}
+	st := b.e.State(route.Namespace)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		v, ok, err := st.Get("o/lazy\x00lazy/t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && len(v) == 8 && binary.BigEndian.Uint64(v) == 3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("offset stored %x (found %v), want 3", v, ok)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the store: no signal to wait on
 	}
 }
