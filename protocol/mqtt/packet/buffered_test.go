@@ -41,3 +41,41 @@ func TestPacketBuffered(t *testing.T) {
 		})
 	}
 }
+
+func TestDecoderReuse(t *testing.T) {
+	var stream []byte
+	for _, p := range []Packet{
+		&Publish{Topic: "a/b", QoS: 1, PacketID: 1, Payload: []byte("one"), Properties: Properties{ContentType: "text/plain"}},
+		&Publish{Topic: "c", QoS: 0, Payload: []byte("two")},
+		&Puback{PacketID: 1, ReasonCode: NoMatchingSubscribers},
+		&Puback{PacketID: 2},
+	} {
+		var err error
+		if stream, err = p.AppendTo(stream, Version5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := NewDecoder(bytes.NewReader(stream))
+	d.Version, d.Reuse = Version5, true
+	var got []Packet
+	for range 4 {
+		p, err := d.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p)
+		switch p := p.(type) {
+		case *Publish:
+			if p.Properties.ContentType != "" && p.Topic != "a/b" {
+				t.Errorf("a property of the packet before is left: %+v", p)
+			}
+		case *Puback:
+			if p.PacketID == 2 && p.ReasonCode != Success {
+				t.Errorf("the reason code of the packet before is left: %+v", p)
+			}
+		}
+	}
+	if got[0] != got[1] || got[2] != got[3] {
+		t.Error("the packets of one type are not the same reused struct")
+	}
+}

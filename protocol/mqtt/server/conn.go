@@ -70,6 +70,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	// read into a buffer of their own.
 	c.dec = packet.NewDecoder(bufio.NewReaderSize(nc, 1024))
 	c.dec.FromClient = true
+	c.dec.Reuse = true // each packet is handled before the next is read
 	c.dec.Reserve = func(n int) (func(), error) {
 		if err := s.mem.acquire(c.ctx, int64(n)); err != nil {
 			return nil, err
