@@ -367,18 +367,20 @@ func (c *conn) connect(cp *packet.Connect) bool {
 
 // readLoop handles packets until the connection ends.
 func (c *conn) readLoop() {
+	if c.keepAlive == 0 {
+		c.nc.SetReadDeadline(time.Time{})
+	}
 	for {
-		if c.keepAlive > 0 {
-			c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
-		} else {
-			c.nc.SetReadDeadline(time.Time{})
-		}
 		if !c.dec.PacketBuffered() {
 			// The next Read waits for the client: what is queued goes
 			// now, so a burst of PUBLISH packets costs one write of
-			// acknowledgements.
+			// acknowledgements; and the keep alive runs from here (a
+			// packet in the buffer has arrived already).
 			if c.flush() != nil {
 				return
+			}
+			if c.keepAlive > 0 {
+				c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
 			}
 		}
 		p, err := c.dec.Read()
