@@ -573,7 +573,8 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		persist := c.ss.persist.Load()
 		c.ss.mu.Unlock()
 		if persist {
-			if err := s.st.Put(pidKey("q", c.ss.id, p.PacketID), nil); err != nil {
+			// On disk before PUBREC: a kill -9 must not lose it.
+			if err := s.st.ApplySync(engine.StateOp{Key: pidKey("q", c.ss.id, p.PacketID)}); err != nil {
 				return false // no PUBREC: the client sends it again
 			}
 		}
@@ -610,7 +611,7 @@ func (c *conn) handlePubrel(p *packet.Pubrel) bool {
 			code = packet.Success
 		}
 	} else if persist {
-		if err := c.s.st.Delete(pidKey("q", ss.id, p.PacketID)); err != nil {
+		if err := c.s.st.ApplySync(engine.StateOp{Key: pidKey("q", ss.id, p.PacketID), Delete: true}); err != nil {
 			return false
 		}
 	}

@@ -374,8 +374,13 @@ func (ss *session) acked(c *conn, pid uint16) {
 	}
 	c.credit()
 	if len(ops) > 0 {
-		// The message is done and the offset moves past it in one write.
-		if err := ss.s.st.Apply(ops...); err != nil {
+		// The message is done and the offset moves past it in one write
+		// (for QoS 2 on disk before the next packet is handled).
+		apply := ss.s.st.Apply
+		if f.qos == 2 {
+			apply = ss.s.st.ApplySync
+		}
+		if err := apply(ops...); err != nil {
 			ss.s.log.Warn("mqtt: store acknowledgement", "client", ss.id, "err", err)
 		}
 	}

@@ -286,6 +286,10 @@ func (ss *session) putOut(f *outFlight) error {
 		r.G = f.group.key
 	}
 	b, _ := json.Marshal(r)
+	if f.qos == 2 {
+		// Exactly once: on disk before the PUBLISH or PUBREL goes.
+		return ss.s.st.ApplySync(engine.StateOp{Key: pidKey("i", ss.id, f.pid), Value: b})
+	}
 	return ss.s.st.Put(pidKey("i", ss.id, f.pid), b)
 }
 

@@ -309,7 +309,16 @@ func TestMQTTKill9(t *testing.T) {
 	waitToken(t, "publish", mqttV3(t, "tcp://"+p2.mqtt, "last", true, nil).Publish("kill/end", 1, false, "end"))
 	in.waitFor(t, "the last message", func() bool { return in.count("kill/end=end") == 1 })
 	if n := in.count("kill/q2=exactly-once"); n != 1 {
-		t.Errorf("the QoS 2 message arrived %d times", n)
+		in.mu.Lock()
+		var at []int
+		for i, k := range in.all {
+			if k == "kill/q2=exactly-once" {
+				at = append(at, i)
+			}
+		}
+		total := len(in.all)
+		in.mu.Unlock()
+		t.Errorf("the QoS 2 message arrived %d times, deliveries %v of %d", n, at, total)
 	}
 }
 
