@@ -25,6 +25,9 @@ func TestState(t *testing.T) {
 	if err := a.Delete("never"); err != nil {
 		t.Fatalf("deleting a missing key: %v", err)
 	}
+	if err := a.ApplySync(StateOp{Key: "s/4", Value: []byte("four")}); err != nil {
+		t.Fatal(err)
+	}
 	e.Close()
 
 	e = openTest(t, dir, nil) // the state is durable
@@ -45,8 +48,8 @@ func TestState(t *testing.T) {
 		s            *State
 		prefix, want string
 	}{
-		{a, "", "r/x=x;s/1=one;s/3=;"},
-		{a, "s/", "s/1=one;s/3=;"},
+		{a, "", "r/x=x;s/1=one;s/3=;s/4=four;"},
+		{a, "s/", "s/1=one;s/3=;s/4=four;"},
 		{a, "q", ""},
 		{b, "", "s/1=not mqtt;"},
 	} {

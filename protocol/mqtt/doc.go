@@ -43,12 +43,22 @@
 //	r/<filter>           a routed filter (loaded before the log is replayed)
 //	s/<client>           a persistent session: version, expiry, subscriptions
 //	o/<client>\0<filter> the subscription's committed queue offset
-//	i/<client>\0<pid>    an outbound QoS 1/2 message in flight: queue offset, PUBREL sent
+//	i/<client>\0<pid>    an outbound QoS 2 (or shared) message in flight: queue offset, PUBREL sent
+//	d/<client>\0<filter>\0<offset> a QoS 2 message completed past the committed offset
 //	q/<client>\0<pid>    an inbound QoS 2 message stored, awaiting PUBREL
 //	g/<group>\0<filter>  a shared subscription's committed offset
 //	t/<topic>            a retained message
 //	w/<client>           the will of a live connection (published at the next
 //	                     start if the process dies)
+//
+// Outbound QoS 1 is at least once, so its window lives in memory: an
+// acknowledgement moves the subscription's offset in memory, and the
+// offset is written within Options.OffsetCommitInterval (100 ms), when
+// the connection ends and when the server stops; after a crash the
+// messages from the last written offset come again. QoS 2 state is
+// written at every step: PUBLISH (i/), PUBREC, and PUBCOMP, which moves
+// the offset, or, when QoS 1 messages before it are still in flight,
+// marks the message done (d/) so that it is never sent twice.
 //
 // QoS 2 inbound is "method B": the message is appended at the first
 // PUBLISH and its packet id noted in the session; a resent PUBLISH (DUP)

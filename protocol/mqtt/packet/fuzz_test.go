@@ -119,3 +119,43 @@ func normalize(p Packet) Packet {
 	}
 	return p
 }
+
+// FuzzDecoderReuse reads a stream (first byte: the version, as in
+// FuzzReadPacket) with a Decoder that reuses its packets and with one
+// that does not: they must return equal packets and fail alike.
+func FuzzDecoderReuse(f *testing.F) {
+	for _, tc := range roundTripCases() {
+		for _, v := range tc.versions {
+			if tc.p.Type() == CONNECT {
+				continue
+			}
+			b, err := tc.p.AppendTo([]byte{map[byte]byte{Version31: 1, Version311: 2, Version5: 3}[v]}, v)
+			if err == nil && len(b) < 4096 {
+				b2, _ := tc.p.AppendTo(b, v) // twice: the second overwrites the first
+				f.Add(b2)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		version := []byte{0, Version31, Version311, Version5}[data[0]&3]
+		plain := NewDecoder(bufio.NewReaderSize(bytes.NewReader(data[1:]), 64))
+		reuse := NewDecoder(bufio.NewReaderSize(bytes.NewReader(data[1:]), 64))
+		plain.Version, reuse.Version, reuse.Reuse = version, version, true
+		for i := 0; i < 8; i++ {
+			p, err := plain.Read()
+			q, err2 := reuse.Read()
+			if (err == nil) != (err2 == nil) {
+				t.Fatalf("packet %d: error %v without reuse, %v with", i, err, err2)
+			}
+			if err != nil {
+				return
+			}
+			if !equalDecoded(p, q) {
+				t.Fatalf("packet %d: %+v without reuse, %+v with", i, p, q)
+			}
+		}
+	})
+}

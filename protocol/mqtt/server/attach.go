@@ -126,6 +126,10 @@ func (s *Server) detach(c *conn) {
 		s.endSession(ss)
 		return
 	}
+	// The pumps stopped: the offsets that moved are written now.
+	if err := ss.commitOffsets(); err != nil {
+		s.log.Warn("mqtt: commit offsets", "client", ss.id, "err", err)
+	}
 	for _, sub := range subs {
 		if sub.shared != nil {
 			sub.shared.leave(ss, c) // not a connection that took the session since

@@ -71,6 +71,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	// read into a buffer of their own.
 	c.dec = packet.NewDecoder(bufio.NewReaderSize(nc, 1024))
 	c.dec.FromClient = true
+	c.dec.Reuse = true // each packet is handled before the next is read
 	c.dec.Reserve = func(n int) (func(), error) {
 		if err := s.mem.acquire(c.ctx, int64(n)); err != nil {
 			return nil, err
@@ -92,8 +93,9 @@ func (c *conn) write(p packet.Packet) error {
 	return c.flushLocked()
 }
 
-// queue adds p to what the next flush sends (a pump's batch), flushing
-// once 64 KiB are waiting.
+// queue adds p to what the next flush sends (a pump's batch, or the
+// reader's acknowledgements, flushed before it waits for the client),
+// flushing once 64 KiB are waiting.
 func (c *conn) queue(p packet.Packet) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -383,11 +385,21 @@ func (c *conn) connect(cp *packet.Connect) bool {
 
 // readLoop handles packets until the connection ends.
 func (c *conn) readLoop() {
+	if c.keepAlive == 0 {
+		c.nc.SetReadDeadline(time.Time{})
+	}
 	for {
-		if c.keepAlive > 0 {
-			c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
-		} else {
-			c.nc.SetReadDeadline(time.Time{})
+		if !c.dec.PacketBuffered() {
+			// The next Read waits for the client: what is queued goes
+			// now, so a burst of PUBLISH packets costs one write of
+			// acknowledgements; and the keep alive runs from here (a
+			// packet in the buffer has arrived already).
+			if c.flush() != nil {
+				return
+			}
+			if c.keepAlive > 0 {
+				c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
+			}
 		}
 		p, err := c.dec.Read()
 		if err != nil {
@@ -400,6 +412,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		if !c.handle(p) {
+			c.flush() // the acknowledgements before the end
 			return
 		}
 	}
@@ -495,9 +508,9 @@ func (c *conn) pubAck(p *packet.Publish, code packet.ReasonCode, reason ...strin
 	}
 	switch p.QoS {
 	case 1:
-		return c.write(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+		return c.queue(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
 	case 2:
-		return c.write(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+		return c.queue(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
 	}
 	return true
 }
@@ -534,7 +547,7 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		n := len(c.ss.qos2In)
 		c.ss.mu.Unlock()
 		if dup { // stored already: acknowledge again, store nothing
-			return c.write(&packet.Pubrec{PacketID: p.PacketID}) == nil
+			return c.queue(&packet.Pubrec{PacketID: p.PacketID}) == nil
 		}
 		if n >= s.opts.ReceiveMaximum {
 			c.disconnect(packet.ReceiveMaximumExceeded, "")
@@ -578,7 +591,8 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		persist := c.ss.persist.Load()
 		c.ss.mu.Unlock()
 		if persist {
-			if err := s.st.Put(pidKey("q", c.ss.id, p.PacketID), nil); err != nil {
+			// On disk before PUBREC: a kill -9 must not lose it.
+			if err := s.st.ApplySync(engine.StateOp{Key: pidKey("q", c.ss.id, p.PacketID)}); err != nil {
 				return false // no PUBREC: the client sends it again
 			}
 		}
@@ -615,11 +629,11 @@ func (c *conn) handlePubrel(p *packet.Pubrel) bool {
 			code = packet.Success
 		}
 	} else if persist {
-		if err := c.s.st.Delete(pidKey("q", ss.id, p.PacketID)); err != nil {
+		if err := c.s.st.ApplySync(engine.StateOp{Key: pidKey("q", ss.id, p.PacketID), Delete: true}); err != nil {
 			return false
 		}
 	}
-	return c.write(&packet.Pubcomp{PacketID: p.PacketID, ReasonCode: code}) == nil
+	return c.queue(&packet.Pubcomp{PacketID: p.PacketID, ReasonCode: code}) == nil
 }
 
 // teardown ends the connection's part in its session.

@@ -63,7 +63,7 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 	s, ss := c.s, c.ss
 	for ctx.Err() == nil {
 		ss.mu.Lock()
-		off := sub.next
+		off, recoverEnd := sub.next, sub.recoverEnd
 		ss.mu.Unlock()
 		res, err := s.e.Pull(ctx, sub.queue, 0, off, 32, nil)
 		if err != nil {
@@ -125,6 +125,9 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 		next := res.NextOffset
 		res.Release()
 		for _, m := range msgs {
+			if m.QueueOffset < recoverEnd && c.settled(sub, m.QueueOffset) {
+				continue
+			}
 			if err := c.deliver(ctx, sub, m.QueueOffset, mapping.FromRocketMQ(m)); err != nil {
 				return
 			}
@@ -135,10 +138,20 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 		ss.mu.Lock()
 		if sub.next <= next && ss.subs[sub.raw] == sub {
 			sub.next = next
-			ss.saveOffsetLocked(sub)
+			if sub.commitOffset() != sub.committed {
+				ss.commitLaterLocked()
+			}
 		}
 		ss.mu.Unlock()
 	}
+}
+
+// settled reports whether the pump skips the message at off of sub: after
+// a restart, one resent from its record or a completed QoS 2 one.
+func (c *conn) settled(sub *subscription, off int64) bool {
+	c.ss.mu.Lock()
+	defer c.ss.mu.Unlock()
+	return sub.settled(off)
 }
 
 // outPublish builds the PUBLISH of m for a subscriber.
@@ -224,9 +237,13 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 		return errors.New("mqtt: no free packet id")
 	}
 	ss.seq++
-	f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, subID: o.subID}
+	// QoS 1 in flight lives in memory: after a crash the messages from
+	// the committed offset are sent again (at least once). QoS 2 is
+	// stored, so that it is resent with its packet id, never anew.
+	f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, subID: o.subID,
+		stored: qos == 2 && ss.persist.Load()}
 	ss.out[pid] = f
-	sub.inflight = append(sub.inflight, off)
+	sub.addInflight(off)
 	sub.next = max(sub.next, off+1)
 	ss.mu.Unlock()
 	if err := ss.putOut(f); err != nil {
@@ -328,13 +345,26 @@ func (ss *session) acked(c *conn, pid uint16) {
 	persist := ss.persist.Load()
 	if ok {
 		delete(ss.out, pid)
-		if persist && f.msg == nil {
+		if persist && f.stored {
 			ops = append(ops, engine.StateOp{Key: pidKey("i", ss.id, pid), Delete: true})
 		}
 		if sub := ss.subs[f.sub]; sub != nil && f.group == nil && f.msg == nil {
 			sub.removeInflight(f.offset)
-			if op, changed := ss.offsetOpLocked(sub); changed {
-				ops = append(ops, op)
+			switch {
+			case !persist:
+			case f.stored || f.qos == 2:
+				// A QoS 2 exchange ends now, in one write with the
+				// offset; when messages before it are still in flight
+				// the offset stays below it, and a mark keeps it from
+				// being sent again after a restart.
+				ops = ss.appendOffsetOpsLocked(ops, sub)
+				if f.qos == 2 && sub.committed <= f.offset {
+					i, _ := slices.BinarySearch(sub.done, f.offset)
+					sub.done = slices.Insert(sub.done, i, f.offset)
+					ops = append(ops, engine.StateOp{Key: doneKey(ss.id, sub.raw, f.offset), Value: []byte{}})
+				}
+			default:
+				ss.commitLaterLocked()
 			}
 		}
 	}
@@ -344,8 +374,13 @@ func (ss *session) acked(c *conn, pid uint16) {
 	}
 	c.credit()
 	if len(ops) > 0 {
-		// The message is done and the offset moves past it in one write.
-		if err := ss.s.st.Apply(ops...); err != nil {
+		// The message is done and the offset moves past it in one write
+		// (for QoS 2 on disk before the next packet is handled).
+		apply := ss.s.st.Apply
+		if f.qos == 2 {
+			apply = ss.s.st.ApplySync
+		}
+		if err := apply(ops...); err != nil {
 			ss.s.log.Warn("mqtt: store acknowledgement", "client", ss.id, "err", err)
 		}
 	}
@@ -380,5 +415,5 @@ func (ss *session) received(c *conn, pid uint16, code packet.ReasonCode) {
 	if err := ss.putOut(f); err != nil {
 		ss.s.log.Warn("mqtt: store in-flight state", "client", ss.id, "err", err)
 	}
-	c.write(pubrel(pid))
+	c.queue(pubrel(pid))
 }

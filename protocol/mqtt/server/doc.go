@@ -42,10 +42,18 @@
 // behind skips to the newest and the skipped ones are counted
 // (Stats.DroppedQoS0).
 //
+// Durability: a QoS 1/2 PUBLISH is in the commit log before its
+// PUBACK/PUBREC. Outbound, QoS 1 in flight is kept in memory and a
+// persistent session's offsets are written at most
+// Options.OffsetCommitInterval after they move (at least once: a crash
+// sends the messages since again); QoS 2 state is written at each step.
+// The reader queues its acknowledgements and writes them before it waits
+// for the client, so a burst of PUBLISH packets is answered in one write.
+//
 // Concurrency: each connection has a reader goroutine, which handles
 // every packet it reads, and one goroutine per non-shared subscription
 // that pulls the filter's queue and writes; writes are serialized per
 // connection. Each shared group has one goroutine while it has members.
-// Lock order: Server.mu, then session.mu, then sharedGroup.mu; conn.wmu
-// is taken alone.
+// Lock order: Server.mu, then session.commitMu, then session.mu, then
+// sharedGroup.mu; conn.wmu is taken alone.
 package server

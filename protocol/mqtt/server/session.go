@@ -21,7 +21,10 @@ import (
 //
 //	s/<id>              → JSON sessionRecord
 //	o/<id> 0 <filter>   → the subscription's committed offset, 8 bytes
-//	i/<id> 0 <pid>      → JSON outRecord: a message sent and not acknowledged
+//	i/<id> 0 <pid>      → JSON outRecord: a QoS 2 (or shared) message sent
+//	                      and not acknowledged
+//	d/<id> 0 <filter> 0 <offset> → empty: a QoS 2 message completed past
+//	                      the committed offset, not to be sent again
 //	q/<id> 0 <pid>      → empty: a QoS 2 PUBLISH stored, awaiting PUBREL
 //	w/<id>              → JSON willRecord
 const neverExpires = 0xFFFFFFFF
@@ -37,7 +40,13 @@ type subscription struct {
 	next      int64   // the next queue offset to read
 	inflight  []int64 // queue offsets sent and not acknowledged, ascending
 	committed int64   // last offset persisted
-	shared    *sharedGroup
+	// done holds the QoS 2 messages completed at or past committed
+	// (stored under d/), ascending; recoverEnd is, after a restart, the
+	// offset below which the pump skips what is in inflight (resent
+	// from its record) or done.
+	done       []int64
+	recoverEnd int64
+	shared     *sharedGroup
 }
 
 // subOpts are a subscription's options.
@@ -64,6 +73,26 @@ func (sub *subscription) removeInflight(off int64) {
 	}
 }
 
+// addInflight notes off as sent; after a restart the pump may send
+// offsets below one resent from its record, so it keeps the order.
+func (sub *subscription) addInflight(off int64) {
+	if n := len(sub.inflight); n == 0 || sub.inflight[n-1] < off {
+		sub.inflight = append(sub.inflight, off)
+		return
+	}
+	if i, ok := slices.BinarySearch(sub.inflight, off); !ok {
+		sub.inflight = slices.Insert(sub.inflight, i, off)
+	}
+}
+
+// settled reports whether the message at off is not to be sent by the
+// pump: in flight already or a completed QoS 2 one (after a restart).
+func (sub *subscription) settled(off int64) bool {
+	_, in := slices.BinarySearch(sub.inflight, off)
+	_, done := slices.BinarySearch(sub.done, off)
+	return in || done
+}
+
 type outFlight struct {
 	pid    uint16
 	seq    uint64
@@ -72,10 +101,11 @@ type outFlight struct {
 	qos    byte
 	rel    bool // PUBREC came, PUBREL sent
 
-	msg   *mapping.Message // retained messages only: not in a queue
-	group *sharedGroup     // a shared subscription's message
-	subID int
-	sent  time.Time // when it was sent (shared QoS 1: for stalls)
+	msg    *mapping.Message // retained messages only: not in a queue
+	stored bool             // has an i/ record: QoS 2 or shared, of a persistent session
+	group  *sharedGroup     // a shared subscription's message
+	subID  int
+	sent   time.Time // when it was sent (shared QoS 1: for stalls)
 }
 
 type session struct {
@@ -100,6 +130,10 @@ type session struct {
 	willPending bool
 	willTimer   *time.Timer
 	expireTimer *time.Timer // ends the session once it has no connection
+	commitTimer *time.Timer // writes the offsets that moved (commitOffsets)
+
+	// commitMu orders offset writes with the drop of the session's state.
+	commitMu sync.Mutex
 }
 
 func newSession(s *Server, id string) *session {
@@ -139,6 +173,9 @@ func offKey(id, raw string) string { return "o/" + subKey(id) + raw }
 func pidKey(kind, id string, pid uint16) string {
 	return kind + "/" + subKey(id) + string([]byte{byte(pid >> 8), byte(pid)})
 }
+func doneKey(id, raw string, off int64) string {
+	return "d/" + subKey(id) + raw + "\x00" + string(binary.BigEndian.AppendUint64(nil, uint64(off)))
+}
 
 // record returns the session's header; mu held.
 func (ss *session) record() sessionRecord {
@@ -165,11 +202,66 @@ func (ss *session) saveLocked() error {
 }
 
 func (ss *session) saveOffsetLocked(sub *subscription) error {
-	op, changed := ss.offsetOpLocked(sub)
-	if !changed {
+	ops := ss.appendOffsetOpsLocked(nil, sub)
+	if len(ops) == 0 {
 		return nil
 	}
-	return ss.s.st.Apply(op)
+	return ss.s.st.Apply(ops...)
+}
+
+// appendOffsetOpsLocked appends to ops the write of sub's committed
+// offset, if it moved, and the deletes of the done marks it passed; mu
+// held.
+func (ss *session) appendOffsetOpsLocked(ops []engine.StateOp, sub *subscription) []engine.StateOp {
+	op, changed := ss.offsetOpLocked(sub)
+	if !changed {
+		return ops
+	}
+	ops = append(ops, op)
+	n := 0
+	for n < len(sub.done) && sub.done[n] < sub.committed {
+		ops = append(ops, engine.StateOp{Key: doneKey(ss.id, sub.raw, sub.done[n]), Delete: true})
+		n++
+	}
+	sub.done = sub.done[n:]
+	return ops
+}
+
+// commitLaterLocked arms the write of the offsets that moved: QoS 1 is
+// at least once, so an acknowledgement moves the offset in memory and
+// the offset is written at most OffsetCommitInterval later (and when the
+// connection ends); a crash in between sends those messages again; mu
+// held.
+func (ss *session) commitLaterLocked() {
+	if !ss.persist.Load() || ss.commitTimer != nil {
+		return
+	}
+	ss.commitTimer = time.AfterFunc(ss.s.opts.OffsetCommitInterval, func() {
+		if err := ss.commitOffsets(); err != nil {
+			ss.s.log.Warn("mqtt: commit offsets", "client", ss.id, "err", err)
+		}
+	})
+}
+
+// commitOffsets writes, in one batch, the committed offsets of the
+// subscriptions that moved.
+func (ss *session) commitOffsets() error {
+	ss.commitMu.Lock()
+	defer ss.commitMu.Unlock()
+	ss.mu.Lock()
+	if ss.commitTimer != nil {
+		ss.commitTimer.Stop()
+		ss.commitTimer = nil
+	}
+	var ops []engine.StateOp
+	for _, sub := range ss.subs {
+		ops = ss.appendOffsetOpsLocked(ops, sub)
+	}
+	ss.mu.Unlock()
+	if len(ops) == 0 {
+		return nil
+	}
+	return ss.s.st.Apply(ops...)
 }
 
 // offsetOpLocked returns the write of the subscription's committed
@@ -188,7 +280,7 @@ func (ss *session) offsetOpLocked(sub *subscription) (engine.StateOp, bool) {
 }
 
 func (ss *session) putOut(f *outFlight) error {
-	if !ss.persist.Load() || f.msg != nil {
+	if !ss.persist.Load() || !f.stored {
 		return nil
 	}
 	r := outRecord{S: f.sub, O: f.offset, Q: f.qos, Rel: f.rel, Seq: f.seq, SI: f.subID}
@@ -196,16 +288,23 @@ func (ss *session) putOut(f *outFlight) error {
 		r.G = f.group.key
 	}
 	b, _ := json.Marshal(r)
+	if f.qos == 2 {
+		// Exactly once: on disk before the PUBLISH or PUBREL goes.
+		return ss.s.st.ApplySync(engine.StateOp{Key: pidKey("i", ss.id, f.pid), Value: b})
+	}
 	return ss.s.st.Put(pidKey("i", ss.id, f.pid), b)
 }
 
 // drop deletes every stored trace of the session.
 func (ss *session) drop() error {
+	ss.commitMu.Lock()
+	defer ss.commitMu.Unlock()
 	st := ss.s.st
 	return errors.Join(
 		st.Delete(sessKey(ss.id)),
 		st.DeletePrefix("o/"+subKey(ss.id)),
 		st.DeletePrefix("i/"+subKey(ss.id)),
+		st.DeletePrefix("d/"+subKey(ss.id)),
 		st.DeletePrefix("q/"+subKey(ss.id)),
 	)
 }
@@ -315,7 +414,7 @@ func (ss *session) loadState() error {
 			return nil
 		}
 		pid := uint16(kb[len(kb)-2])<<8 | uint16(kb[len(kb)-1])
-		f := &outFlight{pid: pid, seq: r.Seq, sub: r.S, offset: r.O, qos: r.Q, rel: r.Rel, subID: r.SI}
+		f := &outFlight{pid: pid, seq: r.Seq, sub: r.S, offset: r.O, qos: r.Q, rel: r.Rel, subID: r.SI, stored: true}
 		if r.G != "" {
 			f.group = ss.s.sharedGroupByKey(r.G)
 			if f.group == nil {
@@ -326,8 +425,10 @@ func (ss *session) loadState() error {
 				return st.Delete(k)
 			}
 		} else if sub := ss.subs[r.S]; sub != nil {
+			// Resent from here; the pump, from the committed offset,
+			// sends what came before it again and skips it.
 			sub.inflight = append(sub.inflight, r.O)
-			sub.next = max(sub.next, r.O+1)
+			sub.recoverEnd = max(sub.recoverEnd, r.O+1)
 		} else if !r.Rel {
 			return nil
 		}
@@ -340,6 +441,27 @@ func (ss *session) loadState() error {
 	}
 	for _, sub := range ss.subs {
 		slices.Sort(sub.inflight)
+	}
+	dp := "d/" + subKey(ss.id)
+	err = st.Scan(dp, func(k string, _ []byte) error {
+		rest := strings.TrimPrefix(k, dp)
+		if len(rest) < 9 || rest[len(rest)-9] != 0 {
+			return nil
+		}
+		off := int64(binary.BigEndian.Uint64([]byte(rest[len(rest)-8:])))
+		sub := ss.subs[rest[:len(rest)-9]]
+		if sub == nil || sub.group != "" || off < sub.committed {
+			return st.Delete(k)
+		}
+		sub.done = append(sub.done, off)
+		sub.recoverEnd = max(sub.recoverEnd, off+1)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, sub := range ss.subs {
+		slices.Sort(sub.done)
 	}
 	return st.Scan("q/"+subKey(ss.id), func(k string, _ []byte) error {
 		kb := []byte(k)
@@ -404,6 +526,10 @@ func (s *Server) endSession(ss *session) {
 	if ss.expireTimer != nil {
 		ss.expireTimer.Stop()
 		ss.expireTimer = nil
+	}
+	if ss.commitTimer != nil {
+		ss.commitTimer.Stop()
+		ss.commitTimer = nil
 	}
 	stored := ss.stored.Load()
 	ss.mu.Unlock()

@@ -333,7 +333,8 @@ func (c *conn) deliverShared(g *sharedGroup, sub *subscription, off int64, m *ma
 			return false
 		}
 		ss.seq++
-		f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, group: g, subID: subID, sent: time.Now()}
+		f := &outFlight{pid: pid, seq: ss.seq, sub: sub.raw, offset: off, qos: qos, group: g, subID: subID, sent: time.Now(),
+			stored: ss.persist.Load()}
 		ss.out[pid] = f
 		ss.mu.Unlock()
 		ss.putOut(f)

@@ -166,6 +166,7 @@ func (c *conn) handleUnsubscribe(p *packet.Unsubscribe) bool {
 			s.releaseSubscription(ss, sub)
 			if persist {
 				s.st.Delete(offKey(ss.id, f))
+				s.st.DeletePrefix("d/" + subKey(ss.id) + f + "\x00")
 			}
 		}
 		if c.version == packet.Version5 {

@@ -1,0 +1,81 @@
+package packet
+
+import (
+	"bufio"
+	"bytes"
+	"testing"
+)
+
+func TestPacketBuffered(t *testing.T) {
+	pub, err := (&Publish{Topic: "a/b", QoS: 1, PacketID: 7, Payload: bytes.Repeat([]byte("x"), 200)}).AppendTo(nil, Version311)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ping := []byte{0xC0, 0x00}
+	for _, tc := range []struct {
+		name  string
+		in    []byte
+		reads int  // packets read before asking
+		want  bool // a whole packet is buffered then
+	}{
+		{"two packets, none read", append(append([]byte{}, pub...), ping...), 0, true},
+		{"two packets, one read", append(append([]byte{}, pub...), ping...), 1, true},
+		{"two packets, both read", append(append([]byte{}, pub...), ping...), 2, false},
+		{"a partial packet after one", append(append([]byte{}, ping...), pub[:len(pub)-1]...), 1, false},
+		{"a header cut in its remaining length", append(append([]byte{}, ping...), pub[:2]...), 1, false},
+		{"one byte left", append(append([]byte{}, ping...), 0x30), 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := bufio.NewReaderSize(bytes.NewReader(tc.in), 1024)
+			d := NewDecoder(br)
+			d.Version = Version311
+			br.Peek(1) // fill the buffer with what there is
+			for range tc.reads {
+				if _, err := d.Read(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := d.PacketBuffered(); got != tc.want {
+				t.Errorf("PacketBuffered() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecoderReuse(t *testing.T) {
+	var stream []byte
+	for _, p := range []Packet{
+		&Publish{Topic: "a/b", QoS: 1, PacketID: 1, Payload: []byte("one"), Properties: Properties{ContentType: "text/plain"}},
+		&Publish{Topic: "c", QoS: 0, Payload: []byte("two")},
+		&Puback{PacketID: 1, ReasonCode: NoMatchingSubscribers},
+		&Puback{PacketID: 2},
+	} {
+		var err error
+		if stream, err = p.AppendTo(stream, Version5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := NewDecoder(bytes.NewReader(stream))
+	d.Version, d.Reuse = Version5, true
+	var got []Packet
+	for range 4 {
+		p, err := d.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p)
+		switch p := p.(type) {
+		case *Publish:
+			if p.Properties.ContentType != "" && p.Topic != "a/b" {
+				t.Errorf("a property of the packet before is left: %+v", p)
+			}
+		case *Puback:
+			if p.PacketID == 2 && p.ReasonCode != Success {
+				t.Errorf("the reason code of the packet before is left: %+v", p)
+			}
+		}
+	}
+	if got[0] != got[1] || got[2] != got[3] {
+		t.Error("the packets of one type are not the same reused struct")
+	}
+}
