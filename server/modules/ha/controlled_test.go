@@ -1,0 +1,140 @@
+package ha_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/karmanmq/karman/cluster/controller"
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/server"
+)
+
+// quorum starts three controllers in-process on loopback ports picked at
+// run time and returns their request addresses.
+func quorum(t *testing.T, hbTimeout time.Duration) []string {
+	t.Helper()
+	peers := map[string]string{}
+	var lns []net.Listener
+	for i := range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		peers[fmt.Sprintf("c%d", i+1)] = ln.Addr().String()
+	}
+	var apis []string
+	for i := range 3 {
+		c, err := controller.Open(controller.Options{ID: fmt.Sprintf("c%d", i+1), Peers: peers, Dir: t.TempDir(),
+			Listener: lns[i], HeartbeatTimeout: hbTimeout, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: c.Handler()}
+		go srv.Serve(api)
+		t.Cleanup(func() { srv.Close(); c.Close() })
+		apis = append(apis, api.Addr().String())
+	}
+	return apis
+}
+
+func startUnmanaged(t *testing.T, args ...string) *server.Server {
+	t.Helper()
+	opts, err := server.NewOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off", "--namesrv-addr", "off",
+		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off", "--log-level", "error"}
+	if err := opts.Flags.Parse(append(base, args...)); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(*opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// Two brokers take their roles from a controller quorum: the first is
+// promoted, the second replicates it and is reported in sync; sync sends
+// are acknowledged; the master stops, and within the heartbeat timeout
+// the replica is master of a new epoch holding every acknowledged
+// message, and takes sends.
+func TestControllerPromotesReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs elections")
+	}
+	ctls := quorum(t, time.Second)
+	flags := func(id string) []string {
+		return []string{"--ha-controller", ctls[0] + "," + ctls[1] + "," + ctls[2], "--ha-broker-id", id, "--ha-addr", "127.0.0.1:0",
+			"--ha-heartbeat-interval", "100ms", "--ha-replication", "sync", "--ha-ack-timeout", "3s"}
+	}
+	m := startUnmanaged(t, flags("1")...)
+	mStopped := false
+	defer func() {
+		if !mStopped {
+			m.Stop(context.Background())
+		}
+	}()
+	eventually(t, "broker 1 master", func() bool { return m.Engine().Role() == engine.RoleMaster })
+	r := start(t, flags("2")...)
+	cl := controller.NewClient(ctls)
+	ctx := context.Background()
+	eventually(t, "broker 2 in the in-sync set", func() bool {
+		g, err := cl.Heartbeat(ctx, controller.HeartbeatRequest{Group: "broker-a", BrokerID: 2})
+		return err == nil && slices.Equal(g.SyncStateSet, []int64{1, 2})
+	})
+	if r.Engine().Role() != engine.RoleReplica {
+		t.Fatal("broker 2 is not a replica")
+	}
+	if err := m.Engine().CreateTopic(meta.Topic{Name: "Orders", ReadQueues: 2, WriteQueues: 2, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	var acked []int64
+	for i := range 50 {
+		res, err := m.Engine().Send(ctx, &message.Message{Topic: "Orders", Body: fmt.Appendf(nil, "m-%d", i)})
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		acked = append(acked, res.CommitLogOffset)
+	}
+	_, end := m.Engine().LogRange()
+
+	if err := m.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mStopped = true
+	stopped := time.Now()
+	eventually(t, "broker 2 master", func() bool { return r.Engine().Role() == engine.RoleMaster })
+	t.Logf("failover %v after the master stopped", time.Since(stopped).Round(time.Millisecond))
+	eps := r.Engine().Epochs()
+	if last := eps[len(eps)-1]; last.Epoch != 2 || last.Start < end {
+		t.Fatalf("broker 2's epochs %v: want epoch 2 starting at or past the old master's end %d", eps, end)
+	}
+	for i, off := range acked {
+		msg, err := r.Engine().MessageAt(off)
+		if err != nil || string(msg.Body) != fmt.Sprintf("m-%d", i) {
+			t.Fatalf("acknowledged message %d (offset %d) is not on the new master: %v, %v", i, off, msg, err)
+		}
+	}
+	// Alone in sync, the new master refuses sync sends (min 2 members).
+	if _, err := r.Engine().Send(ctx, &message.Message{Topic: "Orders", Body: []byte("after")}); err == nil {
+		t.Fatal("the new master acknowledged a sync send with no replica")
+	}
+}
