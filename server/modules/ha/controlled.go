@@ -31,6 +31,7 @@ type controlled struct {
 	log      *slog.Logger
 	reg      controller.RegisterRequest
 	interval time.Duration
+	lease    time.Duration
 	ln       net.Listener
 	replOpts ha.ReplicaOptions
 
@@ -53,13 +54,16 @@ func (c *controlled) run(ctx context.Context) {
 	registered := false
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
+	var lastOK time.Time // when the last answered heartbeat was sent
 	for {
 		var (
 			g   controller.Group
 			err error
 		)
+		sent := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, max(c.interval, 500*time.Millisecond))
 		if !registered {
-			g, err = c.cl.Register(ctx, c.reg)
+			g, err = c.cl.Register(cctx, c.reg)
 			registered = err == nil
 			if err == nil {
 				c.log.Info("ha: registered with the controller", "group", c.reg.Group, "broker_id", c.reg.BrokerID)
@@ -70,10 +74,19 @@ func (c *controlled) run(ctx context.Context) {
 			if eps := c.eng.Epochs(); len(eps) > 0 {
 				hb.Epoch = int32(eps[len(eps)-1].Epoch)
 			}
-			g, err = c.cl.Heartbeat(ctx, hb)
+			g, err = c.cl.Heartbeat(cctx, hb)
 			if errors.Is(err, controller.ErrUnknownBroker) || errors.Is(err, controller.ErrUnknownGroup) {
 				registered = false
 			}
+		}
+		cancel()
+		if err == nil {
+			lastOK = sent
+		} else if c.epoch != 0 && time.Since(lastOK) > c.lease {
+			// The controller may be electing another master: stop
+			// acknowledging before it can.
+			c.log.Warn("ha: no answer from the controller within the lease; demoted", "lease", c.lease, "err", err)
+			c.demote()
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -331,6 +344,8 @@ func (m *Module) validateControlled() error {
 		return fmt.Errorf("ha: --%s-controller needs --%s-addr", Name, Name)
 	case c.HeartbeatInterval <= 0:
 		return fmt.Errorf("ha: --%s-heartbeat-interval %s: must be positive", Name, c.HeartbeatInterval)
+	case c.Lease <= c.HeartbeatInterval:
+		return fmt.Errorf("ha: --%s-controller-lease %s: must be longer than --%s-heartbeat-interval %s", Name, c.Lease, Name, c.HeartbeatInterval)
 	case c.Replication != "async" && c.Replication != "sync":
 		return fmt.Errorf("ha: --%s-replication %q: want async or sync", Name, c.Replication)
 	case c.MinInSync < 1:
@@ -386,6 +401,7 @@ func (m *Module) startControlled(h karman.Host) error {
 		reg: controller.RegisterRequest{Cluster: cluster, Group: c.BrokerName, BrokerID: c.BrokerID,
 			Addr: brokerAddr, HAAddr: haAddr},
 		interval: c.HeartbeatInterval,
+		lease:    c.Lease,
 		ln:       newGate(ln),
 		replOpts: ha.ReplicaOptions{
 			BrokerName:  c.BrokerName,

@@ -2,11 +2,14 @@ package ha_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +21,9 @@ import (
 )
 
 // quorum starts three controllers in-process on loopback ports picked at
-// run time and returns their request addresses.
-func quorum(t *testing.T, hbTimeout time.Duration) []string {
+// run time and returns their request addresses and a function that stops
+// them all.
+func quorum(t *testing.T, hbTimeout time.Duration) ([]string, func()) {
 	t.Helper()
 	peers := map[string]string{}
 	var lns []net.Listener
@@ -31,7 +35,10 @@ func quorum(t *testing.T, hbTimeout time.Duration) []string {
 		lns = append(lns, ln)
 		peers[fmt.Sprintf("c%d", i+1)] = ln.Addr().String()
 	}
-	var apis []string
+	var (
+		apis  []string
+		stops []func()
+	)
 	for i := range 3 {
 		c, err := controller.Open(controller.Options{ID: fmt.Sprintf("c%d", i+1), Peers: peers, Dir: t.TempDir(),
 			Listener: lns[i], HeartbeatTimeout: hbTimeout, Logger: slog.New(slog.DiscardHandler)})
@@ -44,10 +51,17 @@ func quorum(t *testing.T, hbTimeout time.Duration) []string {
 		}
 		srv := &http.Server{Handler: c.Handler()}
 		go srv.Serve(api)
-		t.Cleanup(func() { srv.Close(); c.Close() })
+		var once sync.Once
+		stop := func() { once.Do(func() { srv.Close(); c.Close() }) }
+		t.Cleanup(stop)
+		stops = append(stops, stop)
 		apis = append(apis, api.Addr().String())
 	}
-	return apis
+	return apis, func() {
+		for _, s := range stops {
+			s()
+		}
+	}
 }
 
 func startUnmanaged(t *testing.T, args ...string) *server.Server {
@@ -80,7 +94,7 @@ func TestControllerPromotesReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs elections")
 	}
-	ctls := quorum(t, time.Second)
+	ctls, _ := quorum(t, time.Second)
 	flags := func(id string) []string {
 		return []string{"--ha-controller", ctls[0] + "," + ctls[1] + "," + ctls[2], "--ha-broker-id", id, "--ha-addr", "127.0.0.1:0",
 			"--ha-heartbeat-interval", "100ms", "--ha-replication", "sync", "--ha-ack-timeout", "3s"}
@@ -136,5 +150,34 @@ func TestControllerPromotesReplica(t *testing.T) {
 	// Alone in sync, the new master refuses sync sends (min 2 members).
 	if _, err := r.Engine().Send(ctx, &message.Message{Topic: "Orders", Body: []byte("after")}); err == nil {
 		t.Fatal("the new master acknowledged a sync send with no replica")
+	}
+}
+
+// A master that hears nothing from the controller quorum for its lease
+// stops taking writes, since the quorum may be electing another.
+func TestControlledMasterStopsWithoutController(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs elections")
+	}
+	ctls, stopAll := quorum(t, 3*time.Second)
+	m := start(t, "--ha-controller", strings.Join(ctls, ","), "--ha-broker-id", "1", "--ha-addr", "127.0.0.1:0",
+		"--ha-heartbeat-interval", "100ms", "--ha-controller-lease", "1s")
+	eventually(t, "broker 1 master", func() bool { return m.Engine().Role() == engine.RoleMaster })
+	if err := m.Engine().CreateTopic(meta.Topic{Name: "T", ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Engine().Send(context.Background(), &message.Message{Topic: "T", Body: []byte("x")}); err != nil {
+		t.Fatalf("send to the master: %v", err)
+	}
+	stopAll()
+	stopped := time.Now()
+	eventually(t, "broker 1 demoted", func() bool { return m.Engine().Role() == engine.RoleReplica })
+	// The lease runs from the last answered heartbeat, at most one
+	// interval (100ms) before the controllers stopped.
+	if took := time.Since(stopped); took < 900*time.Millisecond {
+		t.Fatalf("demoted %v after the controllers stopped, before the 1s lease", took)
+	}
+	if _, err := m.Engine().Send(context.Background(), &message.Message{Topic: "T", Body: []byte("y")}); !errors.Is(err, engine.ErrNotMaster) {
+		t.Fatalf("send after the lease: %v, want ErrNotMaster", err)
 	}
 }

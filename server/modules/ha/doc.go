@@ -25,6 +25,12 @@
 //	                           the listener's, with the broker's host (else
 //	                           127.0.0.1) for an unspecified one
 //	--ha-heartbeat-interval    how often the broker sends a heartbeat (1s)
+//	--ha-controller-lease      a master whose heartbeats go unanswered this
+//	                           long stops taking writes (3s): keep it below
+//	                           the controller's --broker-heartbeat-timeout
+//	                           less two heartbeat intervals, so that a master
+//	                           cut off from the quorum stops before another
+//	                           is elected
 //
 // The engine opens as a replica. The broker registers (group
 // --broker-name, cluster --broker-cluster) and sends heartbeats with its

@@ -73,6 +73,7 @@ type Config struct {
 	BrokerID          int64
 	AdvertiseAddr     string
 	HeartbeatInterval time.Duration
+	Lease             time.Duration
 	Cluster           string // from --broker-cluster
 	BrokerAddr        string // from --broker-advertise-addr, when set
 }
@@ -92,7 +93,7 @@ type Module struct {
 
 // New returns the module with its defaults.
 func New() *Module {
-	return &Module{Config: Config{Addr: DefaultAddr, Replication: "async", MinInSync: 2, AckTimeout: 3 * time.Second, HeartbeatInterval: time.Second}}
+	return &Module{Config: Config{Addr: DefaultAddr, Replication: "async", MinInSync: 2, AckTimeout: 3 * time.Second, HeartbeatInterval: time.Second, Lease: 3 * time.Second}}
 }
 
 // KarmanModule describes the module.
@@ -112,6 +113,7 @@ func (m *Module) BindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.BrokerID, Name+"-broker-id", c.BrokerID, "this broker's id in its group (1 or more), with --ha-controller")
 	fs.StringVar(&c.AdvertiseAddr, Name+"-advertise-addr", c.AdvertiseAddr, "host:port replicas dial to reach this broker's --ha-addr, with --ha-controller; default: --ha-addr's, the broker's host when unspecified")
 	fs.DurationVar(&c.HeartbeatInterval, Name+"-heartbeat-interval", c.HeartbeatInterval, "how often the broker sends the controller a heartbeat, with --ha-controller")
+	fs.DurationVar(&c.Lease, Name+"-controller-lease", c.Lease, "a master with no heartbeat answered for this long stops taking writes; keep it below the controller's --broker-heartbeat-timeout less two heartbeat intervals")
 }
 
 // Validate checks the settings.

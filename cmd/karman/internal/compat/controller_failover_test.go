@@ -109,7 +109,7 @@ func TestControllerFailoverLosesNoAcknowledgedMessage(t *testing.T) {
 	broker := func(id string, data string) []string {
 		return []string{"--data", data, "--broker-namesrv", ns,
 			"--ha-controller", strings.Join(apis, ","), "--ha-broker-id", id, "--ha-addr", freeAddr(t),
-			"--ha-heartbeat-interval", "500ms", "--ha-replication", "sync"}
+			"--ha-heartbeat-interval", "500ms", "--ha-controller-lease", "1s", "--ha-replication", "sync"}
 	}
 	a := startBinary(t, broker("1", dirA)...)
 	pollUntil(t, "broker 1 master", 30*time.Second, func() bool {
