@@ -181,3 +181,42 @@ func TestControlledMasterStopsWithoutController(t *testing.T) {
 		t.Fatalf("send after the lease: %v, want ErrNotMaster", err)
 	}
 }
+
+// A master restarted before the controller replaces it finds its log
+// already at the recorded epoch: it asks for a new election, is elected
+// again at the next epoch, and its replica follows it there.
+func TestControlledMasterRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs elections")
+	}
+	ctls, _ := quorum(t, 10*time.Second)
+	dir := t.TempDir()
+	flags := func(id string) []string {
+		return []string{"--ha-controller", strings.Join(ctls, ","), "--ha-broker-id", id, "--ha-addr", "127.0.0.1:0",
+			"--ha-heartbeat-interval", "100ms"}
+	}
+	m := startUnmanaged(t, append(flags("1"), "--data", dir)...)
+	eventually(t, "broker 1 master", func() bool { return m.Engine().Role() == engine.RoleMaster })
+	r := start(t, flags("2")...)
+	cl := controller.NewClient(ctls)
+	inSync := func(epoch int32) func() bool {
+		return func() bool {
+			g, err := cl.Heartbeat(context.Background(), controller.HeartbeatRequest{Group: "broker-a", BrokerID: 2})
+			return err == nil && g.MasterID == 1 && g.MasterEpoch == epoch && slices.Equal(g.SyncStateSet, []int64{1, 2})
+		}
+	}
+	eventually(t, "broker 2 in sync at epoch 1", inSync(1))
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m = startUnmanaged(t, append(flags("1"), "--data", dir)...)
+	defer m.Stop(context.Background())
+	eventually(t, "broker 1 master again", func() bool { return m.Engine().Role() == engine.RoleMaster })
+	if eps := m.Engine().Epochs(); eps[len(eps)-1].Epoch != 2 {
+		t.Fatalf("restarted master's epochs %v, want the last 2", eps)
+	}
+	eventually(t, "broker 2 in sync at epoch 2", inSync(2))
+	if r.Engine().Role() != engine.RoleReplica {
+		t.Fatal("broker 2 is not a replica")
+	}
+}
