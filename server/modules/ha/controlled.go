@@ -92,12 +92,14 @@ func (c *controlled) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			// Logged once per distinct error, not every heartbeat.
 			if s := err.Error(); s != c.lastErr {
-				c.log.Warn("ha: controller unreachable or refusing", "err", err)
 				c.lastErr = s
-			}
-			if errors.Is(err, controller.ErrMismatch) || errors.Is(err, controller.ErrBadRequest) {
-				c.log.Error("ha: the controller refuses this broker's registration", "err", err)
+				if errors.Is(err, controller.ErrMismatch) || errors.Is(err, controller.ErrBadRequest) {
+					c.log.Error("ha: the controller refuses this broker's registration", "err", err)
+				} else {
+					c.log.Warn("ha: controller unreachable or refusing", "err", err)
+				}
 			}
 		} else {
 			c.lastErr = ""
