@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,9 +43,15 @@ func TestParsePeers(t *testing.T) {
 	}
 }
 
-// A one-node quorum started as "karman controller" answers brokers on its
-// request address; a peer list without its own id is refused at start.
+// A one-node quorum started as "karman controller", or inside "karman
+// namesrv --controller", answers brokers on its request address; a peer
+// list without its own id is refused at start.
 func TestControllerCommand(t *testing.T) {
+	t.Run("controller", func(t *testing.T) { testControllerCommand(t, "controller") })
+	t.Run("namesrv", func(t *testing.T) { testControllerCommand(t, "namesrv", "--controller", "--addr", "127.0.0.1:0") })
+}
+
+func testControllerCommand(t *testing.T, command ...string) {
 	if testing.Short() {
 		t.Skip("runs an election")
 	}
@@ -55,16 +62,23 @@ func TestControllerCommand(t *testing.T) {
 	raftAddr := ln.Addr().String()
 	ln.Close() // the command binds it again
 
-	root := New(&server.Registry{})
+	reg := &server.Registry{}
+	if command[0] == "namesrv" {
+		reg = server.Default // with the standard modules, which admin_e2e_test.go imports
+	}
+	root := New(reg)
 	root.SetOut(new(strings.Builder))
 	root.SetErr(new(strings.Builder))
-	root.SetArgs([]string{"controller", "--controller-id", "c9", "--controller-peers", "c1=" + raftAddr, "--controller-addr", "127.0.0.1:0", "--data", t.TempDir()})
+	root.SetArgs(append(slices.Clone(command), "--controller-id", "c9", "--controller-peers", "c1="+raftAddr, "--controller-addr", "127.0.0.1:0", "--data", t.TempDir()))
 	if err := root.Execute(); !errors.Is(err, controller.ErrPeers) {
 		t.Fatalf("an id outside the peers: %v, want ErrPeers", err)
 	}
 
-	r := startCommand(t, &server.Registry{}, "controller", "--controller-id", "c1", "--controller-peers", "c1="+raftAddr,
-		"--controller-addr", "127.0.0.1:0", "--data", t.TempDir(), "--broker-heartbeat-timeout", "2s", "--log-level", "warn")
+	r := startCommand(t, reg, append(slices.Clone(command), "--controller-id", "c1", "--controller-peers", "c1="+raftAddr,
+		"--controller-addr", "127.0.0.1:0", "--data", t.TempDir(), "--broker-heartbeat-timeout", "2s", "--log-level", "warn")...)
+	if command[0] == "namesrv" && r.addrs["namesrv"] == "" {
+		t.Fatalf("no name server announced: %v", r.addrs)
+	}
 	cl := controller.NewClient([]string{r.addrs["controller"]})
 	var g controller.Group
 	deadline := time.Now().Add(10 * time.Second)
@@ -80,5 +94,15 @@ func TestControllerCommand(t *testing.T) {
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatalf("stop: %v", err)
+	}
+}
+
+func TestNamesrvControllerFlagsNeedController(t *testing.T) {
+	root := New(server.Default)
+	root.SetOut(new(strings.Builder))
+	root.SetErr(new(strings.Builder))
+	root.SetArgs([]string{"namesrv", "--addr", "127.0.0.1:0", "--controller-id", "c1"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "add --controller") {
+		t.Fatalf("a controller flag without --controller: %v", err)
 	}
 }
