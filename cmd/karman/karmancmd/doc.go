@@ -1,5 +1,5 @@
 // Package karmancmd is the karman command line, built on cobra: serve,
-// namesrv, config, admin, bench, build, list-modules, completion and
+// namesrv, controller, config, admin, bench, build, list-modules, completion and
 // version. A mistyped subcommand or flag at any level is answered with the
 // names it resembles (suggest.go); long admin and bench commands draw a
 // progress line on standard error when it is a terminal (progress.go). It runs the

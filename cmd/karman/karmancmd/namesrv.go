@@ -29,6 +29,8 @@ func newNamesrvCmd(reg *server.Registry) *cobra.Command {
 		addr            string
 		level           slog.Level
 		shutdownTimeout time.Duration
+		withController  bool
+		ctl             controllerFlags
 	)
 	defAddr := ":9876"
 	mi, haveNamesrv := reg.Lookup(namesrvModule)
@@ -43,6 +45,8 @@ it where topics live. It keeps everything in memory and needs no data
 directory; brokers register again within 30 s after a restart.
 
 "karman serve" runs the same name server next to the broker (--namesrv-addr).
+With --controller, a node of the replication controller quorum runs in
+the same process (see "karman controller" for its flags).
 The bound address is printed as "karman: namesrv listening on <addr>", then
 "karman: ready". SIGINT or SIGTERM shuts it down gracefully.`,
 		Args: cobra.NoArgs,
@@ -60,6 +64,13 @@ The bound address is printed as "karman: namesrv listening on <addr>", then
 			}
 			if shutdownTimeout <= 0 {
 				return errors.New("namesrv: --shutdown-timeout must be positive")
+			}
+			if !withController {
+				for _, name := range []string{"controller-id", "controller-peers", "controller-addr", "data", "broker-heartbeat-timeout", "allow-unclean-election"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("namesrv: --%s is a controller flag: add --controller", name)
+					}
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -84,13 +95,35 @@ The bound address is printed as "karman: namesrv listening on <addr>", then
 				ln.Close()
 				return fmt.Errorf("namesrv: start: %w", err)
 			}
+			var (
+				stopCtl func(context.Context) error
+				ctlErr  <-chan error
+			)
+			if withController {
+				stopCtl, ctlErr, err = ctl.start(cmd.OutOrStdout(), newLogger(cmd.ErrOrStderr(), level).With("module", "controller"))
+				if err != nil {
+					if sp, ok := m.(server.Stopper); ok {
+						sp.Stop(context.WithoutCancel(ctx))
+					}
+					return err
+				}
+			}
 			log.Info("ready", "addr", ln.Addr().String())
 			fmt.Fprintln(cmd.OutOrStdout(), "karman: ready")
 
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case err := <-ctlErr:
+				log.Error("controller request API stopped", "err", err)
+			}
 			log.Info("shutting down", "cause", context.Cause(ctx))
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 			defer cancel()
+			if stopCtl != nil {
+				if err := stopCtl(sctx); err != nil {
+					return fmt.Errorf("namesrv: stop the controller: %w", err)
+				}
+			}
 			if sp, ok := m.(server.Stopper); ok {
 				if err := sp.Stop(sctx); err != nil {
 					return fmt.Errorf("namesrv: stop: %w", err)
@@ -104,6 +137,8 @@ The bound address is printed as "karman: namesrv listening on <addr>", then
 	fs.StringVar(&addr, "addr", defAddr, "listen address")
 	fs.Var(levelFlag{&level}, "log-level", "log level: debug, info, warn or error")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", config.DefaultShutdownTimeout, "time allowed for a graceful shutdown")
+	fs.BoolVar(&withController, "controller", false, "also run a node of the replication controller quorum")
+	ctl.bind(fs)
 	return cmd
 }
 

@@ -46,6 +46,7 @@ of serve can also be set with an environment variable KARMAN_<FLAG>
 	root.AddCommand(
 		newServeCmd(reg),
 		newNamesrvCmd(reg),
+		newControllerCmd(),
 		newConfigCmd(reg),
 		newAdminCmd(),
 		newBenchCmd(),

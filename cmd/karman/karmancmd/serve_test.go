@@ -95,12 +95,19 @@ type running struct {
 // ready, and returns the bound addresses it announced.
 func startServe(t *testing.T, reg *server.Registry, args ...string) *running {
 	t.Helper()
+	return startCommand(t, reg, append([]string{"serve"}, args...)...)
+}
+
+// startCommand runs "karman args..." with reg until it announces it is
+// ready, and returns the bound addresses it announced.
+func startCommand(t *testing.T, reg *server.Registry, args ...string) *running {
+	t.Helper()
 	root := New(reg)
 	pr, pw := io.Pipe()
 	root.SetOut(pw)
 	var stderr strings.Builder
 	root.SetErr(&lockedWriter{w: &stderr})
-	root.SetArgs(append([]string{"serve"}, args...))
+	root.SetArgs(args)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{lines: make(chan string, 16), done: make(chan error, 1), cancel: cancel, addrs: map[string]string{}}
 	go func() {
@@ -120,7 +127,7 @@ func startServe(t *testing.T, reg *server.Registry, args ...string) *running {
 		select {
 		case <-r.done:
 		case <-time.After(20 * time.Second):
-			t.Error("serve did not stop")
+			t.Errorf("%s did not stop", args[0])
 		}
 	})
 	for line := range r.lines {
@@ -131,7 +138,7 @@ func startServe(t *testing.T, reg *server.Registry, args ...string) *running {
 			return r
 		}
 	}
-	t.Fatalf("serve ended before it was ready: %v\n%s", <-r.done, stderr.String())
+	t.Fatalf("%s ended before it was ready: %v\n%s", args[0], <-r.done, stderr.String())
 	return nil
 }
 

@@ -45,6 +45,11 @@ type RegistrarOptions struct {
 	BrokerName string
 	// BrokerID is 0 for a master, > 0 for a replica.
 	BrokerID int64
+	// Role, when set, is asked before each registration for the broker
+	// id and the state version (a controlled broker's master epoch) in
+	// place of BrokerID: a broker whose role changes at run time
+	// registers as what it is now (call Trigger on a change).
+	Role func() (brokerID, stateVersion int64)
 	// BrokerAddr is the remoting address clients dial, "ip:port" with an
 	// IPv4 address (the Go client cannot parse IPv6 routes). Required.
 	BrokerAddr string
@@ -297,6 +302,10 @@ func (r *Registrar) request() (*wire.Command, error) {
 	r.mu.Lock()
 	body.DataVersion = r.version
 	r.mu.Unlock()
+	id := r.opts.BrokerID
+	if r.opts.Role != nil {
+		id, body.DataVersion.StateVersion = r.opts.Role()
+	}
 	b, err := body.Encode(r.opts.Compressed)
 	if err != nil {
 		return nil, err
@@ -307,7 +316,7 @@ func (r *Registrar) request() (*wire.Command, error) {
 		BrokerAddr:             r.opts.BrokerAddr,
 		ClusterName:            r.opts.Cluster,
 		HAServerAddr:           r.opts.HAAddr,
-		BrokerID:               r.opts.BrokerID,
+		BrokerID:               id,
 		HeartbeatTimeoutMillis: r.opts.BrokerTimeout.Milliseconds(),
 		EnableActingMaster:     r.opts.EnableActingMaster,
 		Compressed:             r.opts.Compressed,
@@ -391,12 +400,16 @@ func (r *Registrar) unregister(ctx context.Context, n *nameServer) error {
 		return nil
 	default:
 	}
+	id := r.opts.BrokerID
+	if r.opts.Role != nil {
+		id, _ = r.opts.Role()
+	}
 	req := wire.NewRequest(wire.UnregisterBroker, nil)
 	req.EncodeHeader(&wire.UnregisterBrokerRequestHeader{
 		BrokerName:  r.opts.BrokerName,
 		BrokerAddr:  r.opts.BrokerAddr,
 		ClusterName: r.opts.Cluster,
-		BrokerID:    r.opts.BrokerID,
+		BrokerID:    id,
 	})
 	resp, err := p.Invoke(ctx, req)
 	if err != nil {

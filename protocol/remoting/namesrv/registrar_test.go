@@ -271,3 +271,30 @@ func TestRegistrarOptions(t *testing.T) {
 		}
 	}
 }
+
+// With Role, each registration carries the broker id and state version
+// the broker has at that moment.
+func TestRegistrarRole(t *testing.T) {
+	f := startNamesrv(t, Options{})
+	var id, version atomic.Int64
+	id.Store(2)
+	version.Store(1)
+	r, err := NewRegistrar(RegistrarOptions{NameServers: []string{f.addr}, BrokerName: "broker-a", BrokerAddr: "127.0.0.1:10911",
+		Topics: func() []TopicConfig { return []TopicConfig{topicCfg("T", 4)} }, Interval: time.Hour,
+		Role: func() (int64, int64) { return id.Load(), version.Load() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	for _, step := range []struct{ id, version int64 }{{2, 1}, {0, 2}} {
+		id.Store(step.id)
+		version.Store(step.version)
+		if err := r.RegisterAll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		reg, _ := lastRegistration(f)
+		if reg.BrokerID != step.id || reg.DataVersion.StateVersion != step.version {
+			t.Fatalf("registered as id %d, state version %d; want %d, %d", reg.BrokerID, reg.DataVersion.StateVersion, step.id, step.version)
+		}
+	}
+}

@@ -62,6 +62,24 @@ func brokerID(e *engine.Engine) int64 {
 	return 0
 }
 
+// registeredRole is the broker id and state version the broker registers
+// with, asked before each registration: its id as brokerID says, and the
+// epoch of its log, so that a new master (a higher epoch) takes id 0 from
+// the one it replaced.
+func registeredRole(e *engine.Engine) func() (int64, int64) {
+	return func() (int64, int64) {
+		var epoch int64
+		if eps := e.Epochs(); len(eps) > 0 {
+			epoch = int64(eps[len(eps)-1].Epoch)
+		}
+		return brokerID(e), epoch
+	}
+}
+
+// roleCheckInterval is how often the broker looks for a change of its
+// engine's role (a promotion or demotion by the controller).
+const roleCheckInterval = 200 * time.Millisecond
+
 func init() { karman.RegisterModule(Info) }
 
 // Interface guards: the life-cycle steps the broker takes part in.
@@ -222,7 +240,7 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 			NameServers: nameServers,
 			Cluster:     cfg.ClusterName,
 			BrokerName:  b.Options().BrokerName,
-			BrokerID:    brokerID(h.Engine),
+			Role:        registeredRole(h.Engine),
 			BrokerAddr:  advertise,
 			Topics:      b.TopicConfigs,
 			Logger:      h.Logger,
@@ -247,12 +265,21 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 		cancel()
 		reg.Start()
 		wg.Go(func() {
+			// A role the controller changes is registered at once.
+			tick := time.NewTicker(roleCheckInterval)
+			defer tick.Stop()
+			role := h.Engine.Role()
 			for {
 				select {
 				case <-done:
 					return
 				case <-b.TopicsChanged():
 					reg.Trigger()
+				case <-tick.C:
+					if now := h.Engine.Role(); now != role {
+						role = now
+						reg.Trigger()
+					}
 				}
 			}
 		})

@@ -2,9 +2,9 @@
 // group's commit log (package cluster/ha). Importing it (blank)
 // registers the module with server.Default; its flags are named "ha".
 //
-// Without --ha-role the module does nothing: the server is a single
-// broker. With it, the role is fixed for the life of the process (the
-// controller, which will change roles on failover, is to come):
+// Without --ha-role or --ha-controller the module does nothing: the
+// server is a single broker. With --ha-role, the role is fixed for the
+// life of the process:
 //
 //	--ha-role                  "master" or "replica"; empty: no replication
 //	--ha-addr                  where a master serves its replicas (":10912")
@@ -16,7 +16,33 @@
 //	--ha-ack-timeout           how long a sync send waits for them (3s); past
 //	                           it the producer gets FLUSH_SLAVE_TIMEOUT
 //
-// Each start of a master begins a new epoch (the last recorded + 1), so
+// With --ha-controller instead, the role comes from the controller quorum
+// (package cluster/controller, "karman controller"):
+//
+//	--ha-controller            the quorum's request addresses, host:port,...
+//	--ha-broker-id             this broker's id in its group (1 or more)
+//	--ha-advertise-addr        host:port replicas dial for --ha-addr; default:
+//	                           the listener's, with the broker's host (else
+//	                           127.0.0.1) for an unspecified one
+//	--ha-heartbeat-interval    how often the broker sends a heartbeat (1s)
+//	--ha-controller-lease      a master whose heartbeats go unanswered this
+//	                           long stops taking writes (3s): keep it below
+//	                           the controller's --broker-heartbeat-timeout
+//	                           less two heartbeat intervals, so that a master
+//	                           cut off from the quorum stops before another
+//	                           is elected
+//
+// The engine opens as a replica. The broker registers (group
+// --broker-name, cluster --broker-cluster) and sends heartbeats with its
+// log's end and epoch; each answer is the group's record, and the broker
+// acts on it: recorded master of epoch E, it is promoted to epoch E (a
+// log already at E, after a restart, asks the controller for a new
+// election first) and serves replicas; otherwise it is demoted if it was
+// master and copies the recorded master's log. As master it reports the
+// replicas in sync to the controller; a report refused because another
+// master was elected demotes it at once.
+//
+// Each start of a --ha-role master begins a new epoch (the last recorded + 1), so
 // that a failover by hand (the replica restarted with --ha-role master,
 // the old master returning with --ha-role replica) leaves the old master
 // something to compare: it cuts its log back to where the two agree

@@ -66,6 +66,16 @@ type Config struct {
 	MinInSync   int
 	AckTimeout  time.Duration
 	BrokerName  string // of the group; from --broker-name
+
+	// Controller mode (--ha-controller): the role comes from the
+	// controller quorum.
+	Controllers       []string
+	BrokerID          int64
+	AdvertiseAddr     string
+	HeartbeatInterval time.Duration
+	Lease             time.Duration
+	Cluster           string // from --broker-cluster
+	BrokerAddr        string // from --broker-advertise-addr, when set
 }
 
 // Module is a running cluster.ha.
@@ -78,11 +88,12 @@ type Module struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	addr    net.Addr
+	ctl     *controlled
 }
 
 // New returns the module with its defaults.
 func New() *Module {
-	return &Module{Config: Config{Addr: DefaultAddr, Replication: "async", MinInSync: 2, AckTimeout: 3 * time.Second}}
+	return &Module{Config: Config{Addr: DefaultAddr, Replication: "async", MinInSync: 2, AckTimeout: 3 * time.Second, HeartbeatInterval: time.Second, Lease: 3 * time.Second}}
 }
 
 // KarmanModule describes the module.
@@ -98,11 +109,19 @@ func (m *Module) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Replication, Name+"-replication", c.Replication, `"async" or "sync": sync sends wait for --ha-min-insync-replicas members`)
 	fs.IntVar(&c.MinInSync, Name+"-min-insync-replicas", c.MinInSync, "members, the master included, that hold a message before a sync send is acknowledged")
 	fs.DurationVar(&c.AckTimeout, Name+"-ack-timeout", c.AckTimeout, "how long a sync send waits for the replicas")
+	fs.StringSliceVar(&c.Controllers, Name+"-controller", c.Controllers, "controller quorum request addresses, host:port separated by commas: the broker's role comes from the controller (instead of --ha-role)")
+	fs.Int64Var(&c.BrokerID, Name+"-broker-id", c.BrokerID, "this broker's id in its group (1 or more), with --ha-controller")
+	fs.StringVar(&c.AdvertiseAddr, Name+"-advertise-addr", c.AdvertiseAddr, "host:port replicas dial to reach this broker's --ha-addr, with --ha-controller; default: --ha-addr's, the broker's host when unspecified")
+	fs.DurationVar(&c.HeartbeatInterval, Name+"-heartbeat-interval", c.HeartbeatInterval, "how often the broker sends the controller a heartbeat, with --ha-controller")
+	fs.DurationVar(&c.Lease, Name+"-controller-lease", c.Lease, "a master with no heartbeat answered for this long stops taking writes; keep it below the controller's --broker-heartbeat-timeout less two heartbeat intervals")
 }
 
 // Validate checks the settings.
 func (m *Module) Validate() error {
 	c := &m.Config
+	if len(c.Controllers) > 0 {
+		return m.validateControlled()
+	}
 	switch c.Role {
 	case RoleNone:
 		return nil
@@ -135,6 +154,12 @@ func (m *Module) Provision(karman.ProvisionContext) error {
 		if f := m.fs.Lookup("broker-name"); f != nil {
 			m.Config.BrokerName = f.Value.String()
 		}
+		if f := m.fs.Lookup("broker-cluster"); f != nil {
+			m.Config.Cluster = f.Value.String()
+		}
+		if f := m.fs.Lookup("broker-advertise-addr"); f != nil {
+			m.Config.BrokerAddr = f.Value.String()
+		}
 	}
 	return nil
 }
@@ -143,10 +168,15 @@ func (m *Module) Provision(karman.ProvisionContext) error {
 // master's engine the replication's Replicator.
 func (m *Module) ConfigureEngine(o *engine.Options, _ map[string]net.Addr) error {
 	c := &m.Config
-	switch c.Role {
-	case RoleReplica:
+	if len(c.Controllers) > 0 {
+		// Replica until the controller says otherwise; the Replicator
+		// counts acknowledgements once promoted.
 		o.Replica = true
-	case RoleMaster:
+	}
+	switch {
+	case c.Role == RoleReplica:
+		o.Replica = true
+	case c.Role == RoleMaster || len(c.Controllers) > 0:
 		m.master = ha.NewMaster(ha.MasterOptions{
 			BrokerName:  c.BrokerName,
 			SegmentSize: o.SegmentSize,
@@ -163,6 +193,9 @@ func (m *Module) ConfigureEngine(o *engine.Options, _ map[string]net.Addr) error
 // Start serves the replicas (master) or follows the master (replica).
 func (m *Module) Start(ctx context.Context, h karman.Host) error {
 	c := &m.Config
+	if len(c.Controllers) > 0 {
+		return m.startControlled(h)
+	}
 	if c.Role == RoleNone {
 		return nil
 	}
@@ -258,5 +291,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.m.replica != nil {
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(c.m.replica.Lag()), "self")
+	}
+	if c.m.ctl != nil {
+		if lag, ok := c.m.ctl.replicaLag(); ok {
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag), "self")
+		}
 	}
 }

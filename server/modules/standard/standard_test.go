@@ -33,7 +33,8 @@ func TestStartOrder(t *testing.T) {
 		"broker-cluster", "broker-max-inflight-bytes", "grpc-addr", "grpc-advertise-addr", "grpc-tls-cert", "grpc-tls-key", "plugin", "plugin-call-timeout", "plugin-on-failure",
 		"auth", "auth-init-user", "auth-init-secret", "auth-clock-skew",
 		"mqtt-addr", "mqtt-ws-addr", "mqtt-tls-addr", "mqtt-tls-cert", "mqtt-tls-key",
-		"ha-role", "ha-addr", "ha-master", "ha-replication", "ha-min-insync-replicas", "ha-ack-timeout"} {
+		"ha-role", "ha-addr", "ha-master", "ha-replication", "ha-min-insync-replicas", "ha-ack-timeout",
+		"ha-controller", "ha-broker-id", "ha-advertise-addr", "ha-heartbeat-interval", "ha-controller-lease"} {
 		if o.Flags.Lookup(flag) == nil {
 			t.Errorf("no --%s", flag)
 		}

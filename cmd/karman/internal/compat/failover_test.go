@@ -31,8 +31,9 @@ func freeAddr(t *testing.T) string {
 
 // A master and a replica in sync replication, each a karman binary; the
 // Go producer sends until the master is killed with SIGKILL; the replica
-// is started again as the master (a failover by hand: the controller is
-// to come), and a Go consumer finds every acknowledged message on it.
+// is started again as the master (a failover by hand, without a
+// controller; TestControllerFailoverLosesNoAcknowledgedMessage has the
+// automatic one), and a Go consumer finds every acknowledged message on it.
 // The old master then returns as a replica of the new one and copies its
 // log, cutting back whatever only it held.
 func TestFailoverByHandLosesNoAcknowledgedMessage(t *testing.T) {
