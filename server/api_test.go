@@ -601,3 +601,15 @@ func cpuTime(t *testing.T) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestAPIWithoutMQTT: the MQTT operations are not there while the MQTT
+// front-end is off.
+func TestAPIWithoutMQTT(t *testing.T) {
+	_, api := startAPIServer(t)
+	for _, path := range []string{"/mqtt/sessions", "/mqtt/retained"} {
+		c := call(t, "GET", api+path, nil)
+		if c.status != http.StatusNotFound || !bytes.Contains(c.body, []byte(`"NOT_FOUND"`)) {
+			t.Errorf("GET %s with MQTT off: %d %s, want 404 NOT_FOUND", path, c.status, c.body)
+		}
+	}
+}

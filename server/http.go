@@ -27,9 +27,15 @@ func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 	for name, a := range s.addrs { // bound before the HTTP server is made
 		addrs[name] = a.String()
 	}
-	var modules []string
+	var (
+		modules []string
+		routes  []console.Route
+	)
 	for _, m := range s.mods {
 		modules = append(modules, string(info(m).ID))
+		if p, ok := m.(APIProvider); ok {
+			routes = append(routes, p.APIRoutes()...)
+		}
 	}
 	mux.Handle(console.Prefix, console.New(console.Options{
 		Modules: modules,
@@ -40,6 +46,7 @@ func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 		Addrs:   func() map[string]string { return maps.Clone(addrs) },
 		Started: time.Now(),
 		Logger:  s.log.With("component", "api"),
+		Routes:  routes,
 	}))
 	ui := console.UI()
 	mux.Handle("GET /{$}", ui)

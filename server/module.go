@@ -13,6 +13,7 @@ import (
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/server/config"
+	"github.com/karmanmq/karman/server/console"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 )
@@ -171,6 +172,14 @@ type Stopper interface {
 // order.
 type Cleaner interface {
 	Cleanup() error
+}
+
+// APIProvider adds operations to the JSON API under /api/v1/ (package
+// console), asked once when the HTTP server is made, before the modules
+// start: a route's handler answers console.ErrUnavailable while the
+// module does not serve.
+type APIProvider interface {
+	APIRoutes() []console.Route
 }
 
 // StopFunc is a stop function such as a module's Start may keep; its
