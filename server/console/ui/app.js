@@ -336,6 +336,28 @@ async function messages(params) {
   if (params.get("topic") && params.get("queue") !== null) document.getElementById("browse").requestSubmit();
 }
 
+// ---- MQTT ----
+async function mqtt() {
+  const sessions = el("div"), retained = el("div");
+  main.replaceChildren(el("h1", {}, "MQTT"), el("h2", {}, "Sessions"), sessions, el("h2", {}, "Retained messages"), retained);
+  const expiry = (s) => (!s.persistent ? "with its connection" : s.expirySeconds < 0 ? "never" : s.expirySeconds + " s");
+  every(5000, async () => {
+    let r;
+    try { r = await api("GET", "/mqtt/sessions"); } catch (e) { sessions.replaceChildren(errorBox(e)); retained.replaceChildren(); return; }
+    sessions.replaceChildren(r.sessions.length ? table(["Client id", "State", "Protocol", "Clean", "Expires", "Subscriptions (QoS, queued)", "In flight#", "Queued#"],
+      r.sessions.map((s) => el("tr", { "data-client": s.clientId },
+        cell(s.clientId), cell(s.connected ? "connected from " + s.addr : "disconnected " + when(s.disconnectedAt)), cell(s.protocol),
+        cell(s.cleanSession ? "yes" : "no"), cell(expiry(s)),
+        el("td", {}, s.subscriptions.length ? s.subscriptions.map((x) => el("div", { "data-filter": x.filter }, `${x.filter} (QoS ${x.qos}, ${fmt(x.queued)} queued)`)) : el("span", { class: "muted" }, "none")),
+        cell(fmt(s.inflight), true), cell(fmt(s.queued), true)))) : el("p", { class: "muted" }, "no sessions"));
+    let m;
+    try { m = await api("GET", "/mqtt/retained"); } catch (e) { retained.replaceChildren(errorBox(e)); return; }
+    retained.replaceChildren(m.messages.length ? table(["Topic", "Size#", "QoS#", "Publisher", "Expires"],
+      m.messages.map((x) => el("tr", { "data-topic": x.topic }, cell(x.topic), cell(bytes(x.size), true), cell(x.qos, true), cell(x.publisher || "-"), cell(x.expireAt ? when(x.expireAt) : "never"))))
+      : el("p", { class: "muted" }, "no retained messages"));
+  });
+}
+
 // ---- routing ----
 function route() {
   timers.forEach(clearInterval); timers = [];
@@ -347,8 +369,11 @@ function route() {
     case "topics": return parts[1] ? topic(parts[1]) : topics();
     case "groups": return parts[1] ? group(parts[1]) : groups();
     case "messages": return messages(params);
+    case "mqtt": return mqtt();
     default: return overview();
   }
 }
 window.addEventListener("hashchange", route);
 route();
+// The MQTT page is offered while the MQTT front-end runs.
+api("GET", "/overview").then((o) => { document.getElementById("nav-mqtt").hidden = !(o.modules || []).includes("frontend.mqtt"); }).catch(() => {});

@@ -57,7 +57,8 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	err = opts.Flags.Parse([]string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "127.0.0.1:0",
-		"--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--log-level", "error"})
+		"--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--log-level", "error",
+		"--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off"})
 	if err != nil {
 		t.Fatal(err)
 	}
