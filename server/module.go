@@ -182,6 +182,20 @@ type APIProvider interface {
 	APIRoutes() []console.Route
 }
 
+// StatusReporter reports a module's state in the JSON API's overview
+// (its "status", by module id). Status is called for each overview, on
+// the HTTP server's goroutines, also before the module starts and after
+// it stopped; its value is encoded as JSON.
+type StatusReporter interface {
+	Status() any
+}
+
+// RoleReporter is a module that replicates the node: ReplicationRole
+// is its role ("master", "replica"), or "" when it does not replicate.
+type RoleReporter interface {
+	ReplicationRole() string
+}
+
 // StopFunc is a stop function such as a module's Start may keep; its
 // Stop calls it, and does nothing when it is nil (Start failed or never
 // ran).

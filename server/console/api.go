@@ -48,6 +48,15 @@ type Options struct {
 	// Logger receives a record per failed request that is not the
 	// client's fault. Default discards.
 	Logger *slog.Logger
+	// Compiled are the modules compiled into the server, with where they
+	// come from, for the overview. Optional.
+	Compiled []Module
+	// Status returns the state modules report, by module id (the
+	// plugins' counters, replication), for the overview. Optional.
+	Status func() map[string]any
+	// Role returns the node's replication role, "" while it does not
+	// replicate (the overview says "master" then). Optional.
+	Role func() string
 	// Routes are operations the server's modules add (the MQTT sessions,
 	// for one), served as the API's own: authorized, with its errors.
 	Routes []Route

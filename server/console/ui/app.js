@@ -113,7 +113,33 @@ async function overview() {
   const cards = el("div", { class: "cards" });
   const rates = new Chart("Messages per second", ["in", "out"], 5 * 60e3);
   const disk = new Chart("Disk", ["commit log", "file system used"], 5 * 60e3, "bytes");
-  main.replaceChildren(el("h1", {}, "Overview"), cards, el("div", { class: "charts" }, rates.node, disk.node));
+  const extra = el("div");
+  main.replaceChildren(el("h1", {}, "Overview"), cards, el("div", { class: "charts" }, rates.node, disk.node), extra);
+  // moduleTables shows replication, the plugins and the modules compiled in.
+  function moduleTables(o) {
+    const st = o.status || {}, ha = st["cluster.ha"], pl = st["plugin.process"];
+    const parts = [];
+    if (ha) {
+      parts.push(el("h2", {}, "Replication"));
+      if (ha.role === "replica") {
+        parts.push(el("p", { id: "replication" }, `replica of ${ha.master} · ${ha.lagBytes === undefined ? "not connected yet" : bytes(ha.lagBytes) + " behind"}`));
+      } else {
+        parts.push(el("p", { id: "replication", class: "muted" }, `master · ${(ha.replicas || []).length} replicas connected`));
+        if ((ha.replicas || []).length) parts.push(table(["Replica", "Address", "In sync", "Lag#", "Connected since"],
+          ha.replicas.map((r) => el("tr", { "data-replica": r.id }, cell(r.id), cell(r.addr), cell(r.inSync ? "yes" : "no"), cell(bytes(r.lagBytes), true), cell(when(r.since))))));
+      }
+    }
+    if (pl && pl.plugins.length) {
+      parts.push(el("h2", {}, "Plugins"), table(["Plugin", "State", "Calls#", "Failures#", "Timeouts#", "Rejected#", "Restarts#"],
+        pl.plugins.map((p) => el("tr", { "data-plugin": p.name }, cell(p.name), cell(p.up ? "up" : "down"), cell(fmt(p.calls), true),
+          cell(fmt(p.failures), true), cell(fmt(p.timeouts), true), cell(fmt(p.rejects), true), cell(fmt(p.restarts), true)))));
+    }
+    if ((o.compiled || []).length) {
+      parts.push(el("h2", {}, "Modules compiled in"), table(["Module", "State", "Version", "Go package"],
+        o.compiled.map((m) => el("tr", { "data-module": m.id }, cell(m.id), cell(m.running ? "running" : "off"), cell(m.version), cell(m.package)))));
+    }
+    extra.replaceChildren(...parts);
+  }
   let last;
   every(2000, async () => {
     let o;
@@ -127,6 +153,7 @@ async function overview() {
       el("div", { class: "card" }, el("div", { class: "muted" }, "Front-ends"),
         Object.keys(o.addrs).sort().map((k) => el("div", {}, `${k}: ${o.addrs[k]}`))),
       el("div", { class: "card" }, el("div", { class: "muted" }, "Modules"), (o.modules || []).map((m) => el("div", {}, m))));
+    moduleTables(o);
     if (last && o.at > last.at) {
       const s = (o.at - last.at) / 1000;
       rates.add(o.at, [Math.max(0, (o.messages.in - last.messages.in) / s), Math.max(0, (o.messages.out - last.messages.out) / s)]);
