@@ -39,6 +39,11 @@ type Member struct {
 	ClientID      string `json:"clientId"`
 	Addr          string `json:"addr"`
 	Protocol      string `json:"protocol"` // remoting, grpc
+	// Language and Version are what the client says it is: "JAVA",
+	// "GO", "NODE_JS"...; a remoting client's RocketMQ version
+	// ("V4_5_2"), a gRPC client's own ("5.0.7"). Empty when unsaid.
+	Language string `json:"language"`
+	Version  string `json:"version"`
 	ConsumeType   string `json:"consumeType"`
 	LastHeartbeat int64  `json:"lastHeartbeat"` // ms
 }
@@ -146,7 +151,7 @@ func groupOf(e *engine.Engine, name string, cfg *meta.Group, detail bool) (Group
 	if detail {
 		g.Members = []Member{}
 		for _, c := range consumers {
-			m := Member{ClientID: string(c.ID), Protocol: c.Protocol, ConsumeType: c.Type.String(), LastHeartbeat: c.LastHeartbeat.UnixMilli()}
+			m := Member{ClientID: string(c.ID), Protocol: c.Protocol, Language: c.Language, Version: c.Version, ConsumeType: c.Type.String(), LastHeartbeat: c.LastHeartbeat.UnixMilli()}
 			if c.Conn != nil {
 				m.Addr = c.Conn.RemoteAddr()
 			}

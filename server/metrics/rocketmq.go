@@ -133,23 +133,35 @@ func (c *RocketMQCollector) collect(e *engine.Engine, ch chan<- prometheus.Metri
 			ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, float64(max(lag-fl, 0)), topic, group, retry, sys)
 		}
 	}
+	// Connections by what the clients say they are (RocketMQ counts
+	// them by language and version too).
+	type connKey struct{ mode, language, version string }
 	for _, group := range reg.ConsumerGroups() {
-		modes := map[string]int{}
+		conns := map[connKey]int{}
 		for _, ci := range reg.Consumers(group) {
-			modes[consumeMode(ci.Type)]++
+			conns[connKey{consumeMode(ci.Type), ci.Language, ci.Version}]++
 		}
 		sys := boolLabel(isSystemGroup(group))
-		for mode, n := range modes {
-			ch <- prometheus.MustNewConstMetric(c.consumerConns, prometheus.GaugeValue, float64(n), group, "false", sys, "", "", mode)
+		for k, n := range conns {
+			ch <- prometheus.MustNewConstMetric(c.consumerConns, prometheus.GaugeValue, float64(n), group, "false", sys, k.language, k.version, k.mode)
 		}
 	}
-	producers := map[registry.ClientID]bool{}
+	producers := map[registry.ClientID]connKey{}
 	for _, group := range reg.ProducerGroups() {
 		for _, ci := range reg.Producers(group) {
-			producers[ci.ID] = true
+			producers[ci.ID] = connKey{language: ci.Language, version: ci.Version}
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.producerConns, prometheus.GaugeValue, float64(len(producers)), "", "")
+	byKind := map[connKey]int{}
+	for _, k := range producers {
+		byKind[k]++
+	}
+	if len(byKind) == 0 {
+		byKind[connKey{}] = 0
+	}
+	for k, n := range byKind {
+		ch <- prometheus.MustNewConstMetric(c.producerConns, prometheus.GaugeValue, float64(n), k.language, k.version)
+	}
 }
 
 // groupLag sums, over the topic's queues, the messages stored after the

@@ -61,8 +61,10 @@ func TestRocketMQCollector(t *testing.T) {
 	if err != nil || len(popped) != 1 {
 		t.Fatalf("pop: %d, %v", len(popped), err)
 	}
-	e.Clients().Heartbeat(registry.Heartbeat{Client: "c1", Protocol: "remoting", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
-	e.Clients().Heartbeat(registry.Heartbeat{Client: "p1", Protocol: "grpc", Producers: []string{"pg"}})
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "c1", Protocol: "remoting", Language: "GO", Version: "V4_5_2", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "c2", Protocol: "remoting", Language: "JAVA", Version: "V5_3_0", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "p1", Protocol: "grpc", Language: "NODE_JS", Version: "1.0.8", Producers: []string{"pg"}})
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "p2", Protocol: "grpc", Language: "NODE_JS", Version: "1.0.8", Producers: []string{"pg", "pg2"}})
 
 	c := NewRocketMQCollector(func(visit func(*engine.Engine)) bool { visit(e); return true }, "DefaultCluster", "broker-a")
 	k := func(name string, kv ...string) string {
@@ -87,8 +89,9 @@ func TestRocketMQCollector(t *testing.T) {
 		k("rocketmq_consumer_lag_messages", orders...):                                                      4,
 		k("rocketmq_consumer_inflight_messages", orders...):                                                 0,
 		k("rocketmq_consumer_ready_messages", orders...):                                                    4,
-		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "", "version", ""): 1,
-		k("rocketmq_producer_connections", "language", "", "version", ""):                                                                                                 1,
+		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "GO", "version", "V4_5_2"):   1,
+		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "JAVA", "version", "V5_3_0"): 1,
+		k("rocketmq_producer_connections", "language", "NODE_JS", "version", "1.0.8"):                                                                                               2,
 	}
 	got := series(t, c)
 	if !maps.Equal(got, want) {

@@ -264,8 +264,8 @@ async function group(name) {
     info.replaceChildren(
       el("p", {}, `${g.online} online · lag ${fmt(g.lag)} · ${fmt(g.deadLetters)} dead letters · max attempts ${g.maxAttempts}` + (g.fifo ? " · FIFO" : "") + (g.broadcast ? " · broadcast" : "")),
       el("h2", {}, "Members"),
-      g.members.length ? table(["Client", "Address", "Protocol", "Consume type", "Last heartbeat"], g.members.map((m) => el("tr", {},
-        cell(m.clientId), cell(m.addr || "-"), cell(m.protocol), cell(m.consumeType), cell(when(m.lastHeartbeat))))) : el("p", { class: "muted" }, "no consumer online"),
+      g.members.length ? table(["Client", "Address", "Protocol", "Language", "Version", "Consume type", "Last heartbeat"], g.members.map((m) => el("tr", { "data-member": m.clientId },
+        cell(m.clientId), cell(m.addr || "-"), cell(m.protocol), cell(m.language || "-"), cell(m.version || "-"), cell(m.consumeType), cell(when(m.lastHeartbeat))))) : el("p", { class: "muted" }, "no consumer online"),
       el("h2", {}, "Subscriptions"),
       g.subscriptions.length ? el("ul", {}, g.subscriptions.map((s) => el("li", {}, `${s.topic}: ${s.type} ${s.expression}`))) : el("p", { class: "muted" }, "none known"),
       el("h2", {}, "Lag per queue"),
