@@ -36,14 +36,14 @@ type Group struct {
 
 // Member is an online consumer of a group.
 type Member struct {
-	ClientID      string `json:"clientId"`
-	Addr          string `json:"addr"`
-	Protocol      string `json:"protocol"` // remoting, grpc
+	ClientID string `json:"clientId"`
+	Addr     string `json:"addr"`
+	Protocol string `json:"protocol"` // remoting, grpc
 	// Language and Version are what the client says it is: "JAVA",
 	// "GO", "NODE_JS"...; a remoting client's RocketMQ version
 	// ("V4_5_2"), a gRPC client's own ("5.0.7"). Empty when unsaid.
-	Language string `json:"language"`
-	Version  string `json:"version"`
+	Language      string `json:"language"`
+	Version       string `json:"version"`
 	ConsumeType   string `json:"consumeType"`
 	LastHeartbeat int64  `json:"lastHeartbeat"` // ms
 }
