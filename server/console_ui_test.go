@@ -54,10 +54,10 @@ func TestConsolePages(t *testing.T) {
 	if err := eng.CreateGroup(meta.Group{Name: "shoppers"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.CommitOffset("shoppers", "shop", 0, 1); err != nil {
+	if err := eng.WaitDispatched(ctx); err != nil { // before the commit: offset 1 exists once indexed
 		t.Fatal(err)
 	}
-	if err := eng.WaitDispatched(ctx); err != nil {
+	if err := eng.CommitOffset("shoppers", "shop", 0, 1); err != nil {
 		t.Fatal(err)
 	}
 

@@ -97,6 +97,24 @@ func groupNames(e *engine.Engine) (map[string]*meta.Group, []string) {
 	return cfg, out
 }
 
+// consumedTopics are the topics whose lag is a group's, as the brokers'
+// GET_CONSUME_STATS counts it: its retry topic, the topics it has
+// committed offsets in and those its online consumers subscribe, sorted.
+func consumedTopics(e *engine.Engine, group string) ([]string, error) {
+	topics, err := e.TopicsConsumedBy(group)
+	if err != nil {
+		return nil, err
+	}
+	topics = append(topics, message.RetryTopic(group))
+	if gi, ok := e.Clients().ConsumerGroup(group); ok {
+		for _, s := range gi.Subscriptions {
+			topics = append(topics, s.Topic)
+		}
+	}
+	slices.Sort(topics)
+	return slices.Compact(topics), nil
+}
+
 // groupOf builds a group's summary; with detail, its members, topics and
 // queues too.
 func groupOf(e *engine.Engine, name string, cfg *meta.Group, detail bool) (Group, error) {
@@ -106,7 +124,7 @@ func groupOf(e *engine.Engine, name string, cfg *meta.Group, detail bool) (Group
 	}
 	consumers := e.Clients().Consumers(name)
 	g.Online = len(consumers)
-	topics, err := e.TopicsConsumedBy(name)
+	topics, err := consumedTopics(e, name)
 	if err != nil {
 		return g, err
 	}
