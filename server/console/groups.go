@@ -23,8 +23,9 @@ type Group struct {
 	// offsets.
 	Configured bool `json:"configured"`
 	Online     int  `json:"online"` // consumers connected
-	// Lag is the messages stored after its committed offsets, over the
-	// topics it has offsets in.
+	// Lag is the messages stored after its committed offsets (from the
+	// first kept where it has none), over its retry topic, the topics it
+	// has offsets in and those its consumers subscribe.
 	Lag         int64 `json:"lag"`
 	DeadLetters int64 `json:"deadLetters"`
 	// Filled by GET /groups/{group} only.
