@@ -42,6 +42,11 @@
 // behind skips to the newest and the skipped ones are counted
 // (Stats.DroppedQoS0).
 //
+// Sessions and Retained give operators a read-only view of the sessions
+// (connection, protocol, persistence, subscriptions, in-flight and queued
+// counts) and retained messages, taking each lock briefly; they are not
+// on the message path.
+//
 // Concurrency: each connection has a reader goroutine, which handles
 // every packet it reads, and one goroutine per non-shared subscription
 // that pulls the filter's queue and writes; writes are serialized per
