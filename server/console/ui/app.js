@@ -124,7 +124,7 @@ async function overview() {
       if (ha.role === "replica") {
         parts.push(el("p", { id: "replication" }, `replica of ${ha.master} · ${ha.lagBytes === undefined ? "not connected yet" : bytes(ha.lagBytes) + " behind"}`));
       } else {
-        parts.push(el("p", { id: "replication", class: "muted" }, `master · ${(ha.replicas || []).length} replicas connected`));
+        parts.push(el("p", { id: "replication", class: "muted" }, `master · ${(ha.replicas || []).length} ${(ha.replicas || []).length === 1 ? "replica" : "replicas"} connected`));
         if ((ha.replicas || []).length) parts.push(table(["Replica", "Address", "In sync", "Lag#", "Connected since"],
           ha.replicas.map((r) => el("tr", { "data-replica": r.id }, cell(r.id), cell(r.addr), cell(r.inSync ? "yes" : "no"), cell(bytes(r.lagBytes), true), cell(when(r.since))))));
       }
