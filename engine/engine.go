@@ -87,6 +87,9 @@ type Engine struct {
 	// unconsumedDeleted counts the messages retention deleted before a
 	// group consumed them, once per group.
 	unconsumedDeleted atomic.Int64
+	// txnCommits and txnRollbacks count the transactions ended since
+	// the engine opened.
+	txnCommits, txnRollbacks atomic.Int64
 
 	// queueMinRead, when set (by tests), is called while queueMin reads a
 	// queue's bounds, between its two reads.

@@ -148,6 +148,11 @@ type Options struct {
 	// error (nil on success). It must be fast.
 	SendLatency func(topic string, d time.Duration, err error)
 
+	// MessageSize, when set, is called for each message a Send,
+	// SendToQueue or SendBatch stored, with its topic and body size in
+	// bytes. It must be fast.
+	MessageSize func(topic string, bytes int)
+
 	// Hooks are the hooks the engine calls, in order: each value
 	// implements one or more of the interfaces of package hook
 	// (hook.BeforeStore, hook.BeforeDeliver, hook.Authenticator,

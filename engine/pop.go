@@ -838,10 +838,11 @@ func (e *Engine) deadLetter(group string, rec []byte, attempts int32) error {
 	m.Properties[message.PropertyRetryTopic] = origin
 	m.ReconsumeTimes = attempts
 	m.Topic = dlq
+	t, _ := e.topic(dlq) // counts the dead letter in, as retry does its topic's
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
 	msgs := [1]*message.Message{m}
-	return e.store(s, nil, q, msgs[:], "", nil)
+	return e.store(s, t, q, msgs[:], "", nil)
 }
 
 // flushPops persists every changed pop state.

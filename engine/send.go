@@ -105,7 +105,18 @@ func (e *Engine) SendToQueue(ctx context.Context, m *message.Message, queueID in
 	if err := e.append(ctx, s, msgs[:], queueID); err != nil {
 		return SendResult{}, err
 	}
+	e.messageSizes(msgs[:])
 	return s.result(0, e.opts.StoreHost), e.replicated(ctx, s)
+}
+
+// messageSizes reports stored messages to Options.MessageSize.
+func (e *Engine) messageSizes(msgs []*message.Message) {
+	if e.opts.MessageSize == nil {
+		return
+	}
+	for _, m := range msgs {
+		e.opts.MessageSize(m.Topic, len(m.Body))
+	}
 }
 
 // sendLatency reports a send that began at start to Options.SendLatency.
@@ -128,6 +139,7 @@ func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID
 	if err := e.append(ctx, s, msgs, queueID); err != nil {
 		return nil, err
 	}
+	e.messageSizes(msgs)
 	out := make([]SendResult, len(msgs))
 	for i := range out {
 		out[i] = s.result(i, e.opts.StoreHost)

@@ -17,6 +17,10 @@ type Stats struct {
 	// before a consumer group had consumed them (by its committed offset),
 	// once per group that had not, since the engine opened.
 	RetentionUnconsumedDeleted int64
+	// TransactionsCommitted and TransactionsRolledBack count the
+	// transactional messages ended by a commit or a rollback (by the
+	// producer or its answer to a check) since the engine opened.
+	TransactionsCommitted, TransactionsRolledBack int64
 	// FileSystemUsed and FileSystemTotal are the bytes used and in all of
 	// the file system holding the commit log (both 0 when unknown).
 	FileSystemUsed, FileSystemTotal uint64
@@ -63,6 +67,8 @@ func (e *Engine) Stats() Stats {
 		CorruptRecords:   e.corrupt.Load(),
 
 		RetentionUnconsumedDeleted: e.unconsumedDeleted.Load(),
+		TransactionsCommitted:      e.txnCommits.Load(),
+		TransactionsRolledBack:     e.txnRollbacks.Load(),
 	}
 	s.Health = e.Health()
 	if used, total, err := e.log.FileSystemUsage(); err == nil {

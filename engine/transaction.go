@@ -255,6 +255,12 @@ func (e *Engine) resolve(s *sendState, off int64, half *halfRecord, d Decision) 
 	}
 	if err == nil {
 		rec = s.offs[0]
+		switch d {
+		case Commit:
+			e.txnCommits.Add(1)
+		case Rollback:
+			e.txnRollbacks.Add(1)
+		}
 	}
 	return err
 }

@@ -75,6 +75,10 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 	if max, _ := e.MaxOffset("T", 0); max != 1 {
 		t.Fatalf("rolled-back message delivered: queue holds %d", max)
 	}
+	// One of each ended; the refused ones count for nothing.
+	if st := e.Stats(); st.TransactionsCommitted != 1 || st.TransactionsRolledBack != 1 {
+		t.Fatalf("stats: %d committed, %d rolled back, want 1 and 1", st.TransactionsCommitted, st.TransactionsRolledBack)
+	}
 }
 
 func TestTransactionChecks(t *testing.T) {
@@ -411,5 +415,39 @@ func TestHalfMessageDeletedByRetention(t *testing.T) {
 	}
 	if max, _ := e.MaxOffset(message.TopicTransCheckMaxTime, 0); max != 1 {
 		t.Fatalf("%d discard records, want 1", max)
+	}
+}
+
+// TestMessageSizeHook: Options.MessageSize hears each stored message of
+// Send and SendBatch, and nothing of a refused send.
+func TestMessageSizeHook(t *testing.T) {
+	type obs struct {
+		topic string
+		size  int
+	}
+	var (
+		mu  sync.Mutex
+		got []obs
+	)
+	e := txnEngine(t, &Options{MessageSize: func(topic string, n int) {
+		mu.Lock()
+		got = append(got, obs{topic, n})
+		mu.Unlock()
+	}})
+	defer e.Close()
+	ctx := context.Background()
+	if _, err := e.Send(ctx, &message.Message{Topic: "T", Body: []byte("12345")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SendBatch(ctx, []*message.Message{{Topic: "T", Body: []byte("ab")}, {Topic: "T", Body: []byte("abc")}}, AnyQueue); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Send(ctx, &message.Message{Topic: "missing", Body: []byte("x")}); err == nil {
+		t.Fatal("a send to a missing topic was stored")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []obs{{"T", 5}, {"T", 2}, {"T", 3}}; !slices.Equal(got, want) {
+		t.Fatalf("MessageSize heard %v, want %v", got, want)
 	}
 }

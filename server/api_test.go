@@ -307,8 +307,9 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("the consumer got %d of 10", got.Load())
 	}
 	g := ok[console.Group](t, call(t, "GET", api+"/groups/billing", nil), "group billing online")
+	// rocketmq-client-go says it is GO, version 317 (RocketMQ's V4_5_2).
 	if g.Online != 1 || len(g.Members) != 1 || g.Members[0].Protocol != "remoting" || g.Members[0].Addr == "" ||
-		len(g.Subs) != 2 || g.Subs[1].Topic != "orders" || g.Subs[1].Expression != "t" {
+		g.Members[0].Language != "GO" || g.Members[0].Version != "V4_5_2" || len(g.Subs) != 2 || g.Subs[1].Topic != "orders" || g.Subs[1].Expression != "t" {
 		t.Errorf("billing online = %+v", g)
 	}
 	if err := c.Shutdown(); err != nil {
@@ -600,4 +601,16 @@ func cpuTime(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestAPIWithoutMQTT: the MQTT operations are not there while the MQTT
+// front-end is off.
+func TestAPIWithoutMQTT(t *testing.T) {
+	_, api := startAPIServer(t)
+	for _, path := range []string{"/mqtt/sessions", "/mqtt/retained"} {
+		c := call(t, "GET", api+path, nil)
+		if c.status != http.StatusNotFound || !bytes.Contains(c.body, []byte(`"NOT_FOUND"`)) {
+			t.Errorf("GET %s with MQTT off: %d %s, want 404 NOT_FOUND", path, c.status, c.body)
+		}
+	}
 }

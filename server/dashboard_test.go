@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
@@ -18,6 +19,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/server"
 	_ "github.com/karmanmq/karman/server/modules/standard"
 )
@@ -233,6 +237,29 @@ func TestDashboardMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(backlog)
+	// A dead letter of group dash-failing, and a transaction committed and
+	// one rolled back, through the engine.
+	eng := srv.Engine()
+	if err := eng.CreateTopic(meta.Topic{Name: "dash-other", ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	failed, err := eng.Send(ctx, &message.Message{Topic: "dash-other", Body: []byte("poison")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.SendBack(ctx, "dash-failing", failed.CommitLogOffset, engine.SendBackOptions{DelayLevel: -1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []engine.Decision{engine.Commit, engine.Rollback} {
+		res, err := eng.Send(ctx, &message.Message{Topic: "dash-other", Body: []byte("txn"),
+			Properties: map[string]string{message.PropertyTransactionPrepared: "true", message.PropertyProducerGroup: "dash-txn"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.EndTransaction(ctx, engine.EndTransactionRequest{ProducerGroup: "dash-txn", CommitLogOffset: res.CommitLogOffset, QueueOffset: -1, Decision: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// The lag is the backlog (or more, if the consumer's last commits did
 	// not reach the broker): the metric must match the engine's offsets.
@@ -294,6 +321,29 @@ func TestDashboardMetrics(t *testing.T) {
 		if !ok || v < tc.min || v > tc.max {
 			t.Errorf("%s%v = %v (found %v), want %v to %v", tc.name, want, v, ok, tc.min, tc.max)
 		}
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"rocketmq_send_to_dlq_messages_total", map[string]string{"consumer_group": "dash-failing"}, 1},
+		{"rocketmq_commit_messages_total", nil, 1},
+		{"rocketmq_rollback_messages_total", nil, 1},
+		{"rocketmq_message_size_count", map[string]string{"topic": "dash"}, first + backlog},
+		{"rocketmq_message_size_bucket", map[string]string{"topic": "dash", "le": "1024"}, first + backlog},
+	} {
+		tc.labels = maps.Clone(tc.labels)
+		if tc.labels == nil {
+			tc.labels = map[string]string{}
+		}
+		tc.labels["cluster"] = "ClusterT"
+		if v, ok := sum(samples, tc.name, tc.labels); !ok || v != tc.want {
+			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, v, ok, tc.want)
+		}
+	}
+	if v, ok := sum(samples, "rocketmq_storage_size", map[string]string{"cluster": "ClusterT"}); !ok || v != float64(eng.Stats().DiskBytes) {
+		t.Errorf("rocketmq_storage_size = %v (%v), want the engine's %d", v, ok, eng.Stats().DiskBytes)
 	}
 	if n, ok := sum(samples, "rocketmq_producer_connections", map[string]string{"cluster": "ClusterT"}); !ok || n < 1 {
 		t.Errorf("rocketmq_producer_connections = %v (%v), want the producer", n, ok)

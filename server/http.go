@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
@@ -27,19 +28,56 @@ func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 	for name, a := range s.addrs { // bound before the HTTP server is made
 		addrs[name] = a.String()
 	}
-	var modules []string
+	var (
+		modules   []string
+		routes    []console.Route
+		compiled  []console.Module
+		reporters = map[string]StatusReporter{}
+		role      func() string
+	)
+	running := map[ModuleID]bool{}
 	for _, m := range s.mods {
-		modules = append(modules, string(info(m).ID))
+		id := info(m).ID
+		running[id] = true
+		modules = append(modules, string(id))
+		if p, ok := m.(APIProvider); ok {
+			routes = append(routes, p.APIRoutes()...)
+		}
+		if r, ok := m.(StatusReporter); ok {
+			reporters[string(id)] = r
+		}
+		if r, ok := m.(RoleReporter); ok && role == nil {
+			role = r.ReplicationRole
+		}
+	}
+	bi, _ := debug.ReadBuildInfo()
+	for _, m := range s.o.Modules {
+		id := info(m).ID
+		b := BuildOf(m, bi)
+		compiled = append(compiled, console.Module{ID: string(id), Running: running[id], Package: b.Package, Module: b.Module, Version: b.Version})
+	}
+	status := func() map[string]any {
+		out := make(map[string]any, len(reporters))
+		for id, r := range reporters {
+			if v := r.Status(); v != nil {
+				out[id] = v
+			}
+		}
+		return out
 	}
 	mux.Handle(console.Prefix, console.New(console.Options{
-		Modules: modules,
-		Engine:  s.withEngine,
-		Version: s.o.Version,
-		Cluster: flagValue(s.o, "broker-cluster", "DefaultCluster"),
-		Broker:  flagValue(s.o, "broker-name", "broker-a"),
-		Addrs:   func() map[string]string { return maps.Clone(addrs) },
-		Started: time.Now(),
-		Logger:  s.log.With("component", "api"),
+		Modules:  modules,
+		Engine:   s.withEngine,
+		Version:  s.o.Version,
+		Cluster:  flagValue(s.o, "broker-cluster", "DefaultCluster"),
+		Broker:   flagValue(s.o, "broker-name", "broker-a"),
+		Addrs:    func() map[string]string { return maps.Clone(addrs) },
+		Started:  time.Now(),
+		Logger:   s.log.With("component", "api"),
+		Routes:   routes,
+		Compiled: compiled,
+		Status:   status,
+		Role:     role,
 	}))
 	ui := console.UI()
 	mux.Handle("GET /{$}", ui)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/server/config"
+	"github.com/karmanmq/karman/server/console"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 )
@@ -171,6 +172,28 @@ type Stopper interface {
 // order.
 type Cleaner interface {
 	Cleanup() error
+}
+
+// APIProvider adds operations to the JSON API under /api/v1/ (package
+// console), asked once when the HTTP server is made, before the modules
+// start: a route's handler answers console.ErrUnavailable while the
+// module does not serve.
+type APIProvider interface {
+	APIRoutes() []console.Route
+}
+
+// StatusReporter reports a module's state in the JSON API's overview
+// (its "status", by module id). Status is called for each overview, on
+// the HTTP server's goroutines, also before the module starts and after
+// it stopped; its value is encoded as JSON.
+type StatusReporter interface {
+	Status() any
+}
+
+// RoleReporter is a module that replicates the node: ReplicationRole
+// is its role ("master", "replica"), or "" when it does not replicate.
+type RoleReporter interface {
+	ReplicationRole() string
 }
 
 // StopFunc is a stop function such as a module's Start may keep; its

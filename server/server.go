@@ -232,6 +232,7 @@ func (s *Server) start(ctx context.Context) error {
 	opts.SendLatency = func(topic string, d time.Duration, err error) {
 		metrics.ObserveSend(s.ms.SendCost, topic, float64(d.Nanoseconds())/1e6, err)
 	}
+	opts.MessageSize = func(topic string, n int) { s.ms.MessageSize.WithLabelValues(topic).Observe(float64(n)) }
 	for _, m := range s.mods {
 		if c, ok := m.(EngineConfigurer); ok {
 			if err := c.ConfigureEngine(opts, maps.Clone(addrs)); err != nil {

@@ -33,6 +33,8 @@ type Registry struct {
 type client struct {
 	id        ClientID
 	protocol  string
+	language  string
+	version   string
 	conn      Conn
 	seen      time.Time
 	producers map[string]uint64 // group → generation of the last heartbeat naming it
@@ -111,6 +113,12 @@ func (r *Registry) Heartbeat(hb Heartbeat) (changed []string) {
 	c.seen = now
 	if hb.Protocol != "" {
 		c.protocol = hb.Protocol
+	}
+	if hb.Language != "" {
+		c.language = hb.Language
+	}
+	if hb.Version != "" {
+		c.version = hb.Version
 	}
 	if hb.Conn != nil && hb.Conn != c.conn {
 		r.setConn(c, hb.Conn)
@@ -340,7 +348,7 @@ func (r *Registry) ProducerConn(group string) (Conn, bool) {
 // --- internals; every method below runs with r.mu held for writing ---
 
 func (c *client) info() ClientInfo {
-	return ClientInfo{ID: c.id, Protocol: c.protocol, Conn: c.conn, LastHeartbeat: c.seen}
+	return ClientInfo{ID: c.id, Protocol: c.protocol, Language: c.language, Version: c.version, Conn: c.conn, LastHeartbeat: c.seen}
 }
 
 func (g *consumerGroup) ids() []ClientID {

@@ -465,3 +465,28 @@ func TestSubscriptionFallback(t *testing.T) {
 		t.Fatalf("ConsumerGroupsOf(T) = %q", got)
 	}
 }
+
+// TestLanguageAndVersion: a client's language and version are kept from
+// the heartbeats that give them, and not cleared by those that do not.
+func TestLanguageAndVersion(t *testing.T) {
+	r := newTestRegistry(newFakeClock())
+	steps := []struct {
+		name                   string
+		hb                     Heartbeat
+		wantLanguage, wantVers string
+	}{
+		{"first", Heartbeat{Client: "A", Protocol: "remoting", Language: "GO", Version: "V4_5_2", Producers: []string{"pg"}}, "GO", "V4_5_2"},
+		{"silent", Heartbeat{Client: "A", Producers: []string{"pg"}}, "GO", "V4_5_2"},
+		{"upgraded", Heartbeat{Client: "A", Version: "V5_3_0", Producers: []string{"pg"}}, "GO", "V5_3_0"},
+	}
+	for _, s := range steps {
+		r.Heartbeat(s.hb)
+		ci, ok := r.Client("A")
+		if !ok || ci.Language != s.wantLanguage || ci.Version != s.wantVers {
+			t.Fatalf("%s: Client(A) = %+v %v, want %s %s", s.name, ci, ok, s.wantLanguage, s.wantVers)
+		}
+		if ps := r.Producers("pg"); len(ps) != 1 || ps[0].Language != s.wantLanguage || ps[0].Version != s.wantVers {
+			t.Fatalf("%s: Producers(pg) = %+v", s.name, ps)
+		}
+	}
+}

@@ -139,6 +139,10 @@ type Heartbeat struct {
 	// Protocol names the front-end the client came through ("remoting",
 	// "grpc", "mqtt", ...). Empty keeps the value of earlier heartbeats.
 	Protocol string
+	// Language and Version are what the client says it is written in
+	// ("JAVA", "GO", "NODE_JS", ...) and its version, as its protocol
+	// names them. Empty keeps the values of earlier heartbeats.
+	Language, Version string
 	// Conn reaches the client. Nil keeps the connection of earlier
 	// heartbeats (a gRPC unary heartbeat, say, that arrives beside the
 	// client's telemetry stream).
@@ -156,6 +160,8 @@ type Heartbeat struct {
 type ClientInfo struct {
 	ID            ClientID
 	Protocol      string
+	Language      string // "" when the client never said
+	Version       string
 	Conn          Conn // nil when the client never gave one
 	LastHeartbeat time.Time
 }

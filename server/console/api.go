@@ -48,7 +48,38 @@ type Options struct {
 	// Logger receives a record per failed request that is not the
 	// client's fault. Default discards.
 	Logger *slog.Logger
+	// Compiled are the modules compiled into the server, with where they
+	// come from, for the overview. Optional.
+	Compiled []Module
+	// Status returns the state modules report, by module id (the
+	// plugins' counters, replication), for the overview. Optional.
+	Status func() map[string]any
+	// Role returns the node's replication role, "" while it does not
+	// replicate (the overview says "master" then). Optional.
+	Role func() string
+	// Routes are operations the server's modules add (the MQTT sessions,
+	// for one), served as the API's own: authorized, with its errors.
+	Routes []Route
 }
+
+// Route is an operation a module adds to the API.
+type Route struct {
+	// Pattern is an http.ServeMux pattern under Prefix, with its method:
+	// "GET /api/v1/mqtt/sessions".
+	Pattern string
+	// Action on Resource is what the Authorizers judge; a nil Resource
+	// is the node's cluster.
+	Action   hook.Action
+	Resource func(*http.Request) hook.Resource
+	// Handle answers the request: a value written as JSON with 200, or
+	// an error (an *Error, or one errorOf maps; ErrUnavailable while the
+	// module does not serve).
+	Handle func(*http.Request) (any, error)
+}
+
+// ErrUnavailable is answered 503 UNAVAILABLE: what a Route needs is not
+// running (starting or stopping).
+var ErrUnavailable = errors.New("not available now (starting or stopping)")
 
 // API serves the JSON API. Make one with New.
 type API struct {
@@ -105,6 +136,13 @@ func New(o Options) *API {
 	}
 	for pattern, rt := range routes {
 		a.mux.Handle(pattern, a.wrap(rt))
+	}
+	for _, mr := range o.Routes {
+		res := mr.Resource
+		if res == nil {
+			res = cluster
+		}
+		a.mux.Handle(mr.Pattern, a.wrap(route{mr.Action, res, func(r *request) (any, error) { return mr.Handle(r.Request) }}))
 	}
 	a.mux.HandleFunc("GET /api/v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
@@ -268,7 +306,7 @@ func errorOf(err error) *Error {
 		return &Error{http.StatusForbidden, "NO_PERMISSION", msg}
 	case errors.Is(err, engine.ErrDiskFull), errors.Is(err, engine.ErrDiskFailed), errors.Is(err, engine.ErrClosed):
 		return &Error{http.StatusServiceUnavailable, "UNAVAILABLE", msg}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &Error{http.StatusServiceUnavailable, "UNAVAILABLE", msg}
 	}
 	return &Error{http.StatusInternalServerError, "INTERNAL", msg}

@@ -2,8 +2,13 @@
 // HTTP address: topics (list, create, update, delete, browse a queue),
 // consumer groups (members, lag per queue, reset offsets by time, dead
 // letters and their resend), messages (by id, by key, by time range) and
-// an overview of the node. openapi.yaml, served at /api/v1/openapi.yaml,
-// documents every operation.
+// an overview of the node, with what its modules report of themselves.
+// openapi.yaml, served at /api/v1/openapi.yaml, documents every
+// operation.
+//
+// Modules add operations of their own through Options.Routes (the MQTT
+// front-end's /mqtt/sessions and /mqtt/retained), served like the API's:
+// authorized, with the same error shapes.
 //
 // The API is part of the HTTP server rather than a module of its own: it
 // answers on the address of /healthz and /metrics and works on whatever

@@ -23,8 +23,9 @@ type Group struct {
 	// offsets.
 	Configured bool `json:"configured"`
 	Online     int  `json:"online"` // consumers connected
-	// Lag is the messages stored after its committed offsets, over the
-	// topics it has offsets in.
+	// Lag is the messages stored after its committed offsets (from the
+	// first kept where it has none), over its retry topic, the topics it
+	// has offsets in and those its consumers subscribe.
 	Lag         int64 `json:"lag"`
 	DeadLetters int64 `json:"deadLetters"`
 	// Filled by GET /groups/{group} only.
@@ -36,9 +37,14 @@ type Group struct {
 
 // Member is an online consumer of a group.
 type Member struct {
-	ClientID      string `json:"clientId"`
-	Addr          string `json:"addr"`
-	Protocol      string `json:"protocol"` // remoting, grpc
+	ClientID string `json:"clientId"`
+	Addr     string `json:"addr"`
+	Protocol string `json:"protocol"` // remoting, grpc
+	// Language and Version are what the client says it is: "JAVA",
+	// "GO", "NODE_JS"...; a remoting client's RocketMQ version
+	// ("V4_5_2"), a gRPC client's own ("5.0.7"). Empty when unsaid.
+	Language      string `json:"language"`
+	Version       string `json:"version"`
 	ConsumeType   string `json:"consumeType"`
 	LastHeartbeat int64  `json:"lastHeartbeat"` // ms
 }
@@ -92,6 +98,24 @@ func groupNames(e *engine.Engine) (map[string]*meta.Group, []string) {
 	return cfg, out
 }
 
+// consumedTopics are the topics whose lag is a group's, as the brokers'
+// GET_CONSUME_STATS counts it: its retry topic, the topics it has
+// committed offsets in and those its online consumers subscribe, sorted.
+func consumedTopics(e *engine.Engine, group string) ([]string, error) {
+	topics, err := e.TopicsConsumedBy(group)
+	if err != nil {
+		return nil, err
+	}
+	topics = append(topics, message.RetryTopic(group))
+	if gi, ok := e.Clients().ConsumerGroup(group); ok {
+		for _, s := range gi.Subscriptions {
+			topics = append(topics, s.Topic)
+		}
+	}
+	slices.Sort(topics)
+	return slices.Compact(topics), nil
+}
+
 // groupOf builds a group's summary; with detail, its members, topics and
 // queues too.
 func groupOf(e *engine.Engine, name string, cfg *meta.Group, detail bool) (Group, error) {
@@ -101,7 +125,7 @@ func groupOf(e *engine.Engine, name string, cfg *meta.Group, detail bool) (Group
 	}
 	consumers := e.Clients().Consumers(name)
 	g.Online = len(consumers)
-	topics, err := e.TopicsConsumedBy(name)
+	topics, err := consumedTopics(e, name)
 	if err != nil {
 		return g, err
 	}
@@ -146,7 +170,7 @@ func groupOf(e *engine.Engine, name string, cfg *meta.Group, detail bool) (Group
 	if detail {
 		g.Members = []Member{}
 		for _, c := range consumers {
-			m := Member{ClientID: string(c.ID), Protocol: c.Protocol, ConsumeType: c.Type.String(), LastHeartbeat: c.LastHeartbeat.UnixMilli()}
+			m := Member{ClientID: string(c.ID), Protocol: c.Protocol, Language: c.Language, Version: c.Version, ConsumeType: c.Type.String(), LastHeartbeat: c.LastHeartbeat.UnixMilli()}
 			if c.Conn != nil {
 				m.Addr = c.Conn.RemoteAddr()
 			}

@@ -20,14 +20,33 @@ type Overview struct {
 	// "namesrv", "http").
 	Addrs map[string]string `json:"addrs"`
 	// Modules are the ids of the server's modules, in start order.
-	Modules  []string `json:"modules"`
-	At       int64    `json:"at"`      // ms since the epoch
-	Started  int64    `json:"started"` // ms since the epoch
-	Topics   int      `json:"topics"`
-	Groups   int      `json:"groups"`
-	Online   int      `json:"consumersOnline"`
-	Messages Totals   `json:"messages"`
-	Disk     Disk     `json:"disk"`
+	Modules []string `json:"modules"`
+	// Compiled are the modules compiled in, running or not, with their
+	// versions.
+	Compiled []Module `json:"compiled"`
+	// Status is what modules report of themselves, by module id: the
+	// process plugins' counters ("plugin.process"), replication
+	// ("cluster.ha").
+	Status   map[string]any `json:"status"`
+	At       int64          `json:"at"`      // ms since the epoch
+	Started  int64          `json:"started"` // ms since the epoch
+	Topics   int            `json:"topics"`
+	Groups   int            `json:"groups"`
+	Online   int            `json:"consumersOnline"`
+	Messages Totals         `json:"messages"`
+	Disk     Disk           `json:"disk"`
+}
+
+// Module is a module compiled into the server.
+type Module struct {
+	ID string `json:"id"`
+	// Running: selected and not turned off (its address "off").
+	Running bool `json:"running"`
+	// Package is its Go package; Module and Version the Go module that
+	// provides it in this build ("(devel)" from a source tree).
+	Package string `json:"package"`
+	Module  string `json:"module"`
+	Version string `json:"version"`
 }
 
 // Totals are message counters since the server started, over user and
@@ -61,6 +80,16 @@ func (a *API) overview(r *request) (any, error) {
 	}
 	if a.o.Addrs != nil {
 		o.Addrs = a.o.Addrs()
+	}
+	o.Compiled = append([]Module{}, a.o.Compiled...)
+	o.Status = map[string]any{}
+	if a.o.Status != nil {
+		o.Status = a.o.Status()
+	}
+	if a.o.Role != nil {
+		if role := a.o.Role(); role != "" {
+			o.Role = role
+		}
 	}
 	switch st.Health.Disk {
 	case engine.DiskOK:

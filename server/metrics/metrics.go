@@ -99,6 +99,9 @@ type Set struct {
 	// SendCost is rocketmq_send_cost_time, fed by
 	// engine.Options.SendLatency through ObserveSend.
 	SendCost *prometheus.HistogramVec
+	// MessageSize is rocketmq_message_size, fed by
+	// engine.Options.MessageSize.
+	MessageSize *prometheus.HistogramVec
 }
 
 // New builds the registry with the engine collector reading stats, the
@@ -110,8 +113,9 @@ func New(stats StatsFunc, version string, eng EngineFunc, cluster, node string) 
 	reg := prometheus.NewRegistry()
 	lat := NewAppendLatency()
 	cost := NewSendCost(cluster, node)
+	size := NewMessageSize(cluster, node)
 	if eng != nil {
-		reg.MustRegister(NewRocketMQCollector(eng, cluster, node), cost)
+		reg.MustRegister(NewRocketMQCollector(eng, cluster, node), cost, size)
 	}
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "karman_build_info",
@@ -126,5 +130,5 @@ func New(stats StatsFunc, version string, eng EngineFunc, cluster, node string) 
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	return &Set{Registry: reg, AppendLatency: lat, SendCost: cost}
+	return &Set{Registry: reg, AppendLatency: lat, SendCost: cost, MessageSize: size}
 }

@@ -43,7 +43,8 @@ type RocketMQCollector struct {
 	eng EngineFunc
 
 	messagesIn, throughputIn, messagesOut, throughputOut,
-	lag, inflight, ready, consumerConns, producerConns *prometheus.Desc
+	lag, inflight, ready, consumerConns, producerConns,
+	sendToDLQ, storageSize, dispatchBehind, commits, rollbacks *prometheus.Desc
 }
 
 // NewRocketMQCollector returns the collector of RocketMQ's broker metrics
@@ -63,12 +64,19 @@ func NewRocketMQCollector(eng EngineFunc, cluster, node string) *RocketMQCollect
 		ready:         prometheus.NewDesc("rocketmq_consumer_ready_messages", "Messages of the topic ready for the group: its lag less those in flight.", out, c),
 		consumerConns: prometheus.NewDesc("rocketmq_consumer_connections", "Online consumers of the group.", []string{labelGroup, labelIsRetry, labelIsSystem, labelLanguage, labelVersion, labelMode}, c),
 		producerConns: prometheus.NewDesc("rocketmq_producer_connections", "Online producers.", []string{labelLanguage, labelVersion}, c),
+		sendToDLQ: prometheus.NewDesc("rocketmq_send_to_dlq_messages_total",
+			"Messages the consumer group's retries moved to its dead-letter topic (or that were resent there).", []string{labelGroup, labelIsSystem}, c),
+		storageSize:    prometheus.NewDesc("rocketmq_storage_size", "Bytes of the commit-log segments on disk.", nil, c),
+		dispatchBehind: prometheus.NewDesc("rocketmq_storage_dispatch_behind_bytes", "Bytes of the commit log not yet indexed into the consume queues.", nil, c),
+		commits:        prometheus.NewDesc("rocketmq_commit_messages_total", "Transactional messages committed (RocketMQ labels them by topic; Karman counts them per broker).", nil, c),
+		rollbacks:      prometheus.NewDesc("rocketmq_rollback_messages_total", "Transactional messages rolled back (per broker).", nil, c),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *RocketMQCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.messagesIn, c.throughputIn, c.messagesOut, c.throughputOut, c.lag, c.inflight, c.ready, c.consumerConns, c.producerConns} {
+	for _, d := range []*prometheus.Desc{c.messagesIn, c.throughputIn, c.messagesOut, c.throughputOut, c.lag, c.inflight, c.ready, c.consumerConns, c.producerConns,
+		c.sendToDLQ, c.storageSize, c.dispatchBehind, c.commits, c.rollbacks} {
 		ch <- d
 	}
 }
@@ -86,9 +94,19 @@ func (c *RocketMQCollector) collect(e *engine.Engine, ch chan<- prometheus.Metri
 	for _, t := range e.Topics() {
 		topics[t.Name] = t
 	}
+	ch <- prometheus.MustNewConstMetric(c.storageSize, prometheus.GaugeValue, float64(st.DiskBytes))
+	ch <- prometheus.MustNewConstMetric(c.dispatchBehind, prometheus.GaugeValue, float64(max(st.LogEndOffset-st.DispatchedOffset, 0)))
+	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.TransactionsCommitted))
+	ch <- prometheus.MustNewConstMetric(c.rollbacks, prometheus.CounterValue, float64(st.TransactionsRolledBack))
 	inflight := map[groupTopic]int64{}
 	for _, ts := range st.Topics {
 		t := topics[ts.Topic]
+		if message.IsDLQTopic(ts.Topic) {
+			// What a dead-letter topic took in since the start is what its
+			// group sent there.
+			group := strings.TrimPrefix(ts.Topic, message.DLQTopicPrefix)
+			ch <- prometheus.MustNewConstMetric(c.sendToDLQ, prometheus.CounterValue, float64(ts.MessagesIn), group, boolLabel(isSystemGroup(group)))
+		}
 		sys := boolLabel(isSystemTopic(t))
 		typ := messageType(t)
 		ch <- prometheus.MustNewConstMetric(c.messagesIn, prometheus.CounterValue, float64(ts.MessagesIn), ts.Topic, typ, sys)
@@ -133,23 +151,35 @@ func (c *RocketMQCollector) collect(e *engine.Engine, ch chan<- prometheus.Metri
 			ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, float64(max(lag-fl, 0)), topic, group, retry, sys)
 		}
 	}
+	// Connections by what the clients say they are (RocketMQ counts
+	// them by language and version too).
+	type connKey struct{ mode, language, version string }
 	for _, group := range reg.ConsumerGroups() {
-		modes := map[string]int{}
+		conns := map[connKey]int{}
 		for _, ci := range reg.Consumers(group) {
-			modes[consumeMode(ci.Type)]++
+			conns[connKey{consumeMode(ci.Type), ci.Language, ci.Version}]++
 		}
 		sys := boolLabel(isSystemGroup(group))
-		for mode, n := range modes {
-			ch <- prometheus.MustNewConstMetric(c.consumerConns, prometheus.GaugeValue, float64(n), group, "false", sys, "", "", mode)
+		for k, n := range conns {
+			ch <- prometheus.MustNewConstMetric(c.consumerConns, prometheus.GaugeValue, float64(n), group, "false", sys, k.language, k.version, k.mode)
 		}
 	}
-	producers := map[registry.ClientID]bool{}
+	producers := map[registry.ClientID]connKey{}
 	for _, group := range reg.ProducerGroups() {
 		for _, ci := range reg.Producers(group) {
-			producers[ci.ID] = true
+			producers[ci.ID] = connKey{language: ci.Language, version: ci.Version}
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.producerConns, prometheus.GaugeValue, float64(len(producers)), "", "")
+	byKind := map[connKey]int{}
+	for _, k := range producers {
+		byKind[k]++
+	}
+	if len(byKind) == 0 {
+		byKind[connKey{}] = 0
+	}
+	for k, n := range byKind {
+		ch <- prometheus.MustNewConstMetric(c.producerConns, prometheus.GaugeValue, float64(n), k.language, k.version)
+	}
 }
 
 // groupLag sums, over the topic's queues, the messages stored after the
@@ -225,6 +255,18 @@ func NewSendCost(cluster, node string) *prometheus.HistogramVec {
 		Help:        "Time the broker took to answer a send (hooks, checks, append, and the flush under sync flush), in milliseconds.",
 		Buckets:     []float64{1, 5, 10, 20, 50, 200, 500},
 	}, []string{labelTopic, labelInvStatus})
+}
+
+// NewMessageSize returns the histogram of stored message body sizes in
+// bytes, rocketmq_message_size, by topic, with RocketMQ's buckets (1 KiB
+// to 4 MiB). RocketMQ also labels it with the message type.
+func NewMessageSize(cluster, node string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:        "rocketmq_message_size",
+		ConstLabels: prometheus.Labels{labelCluster: cluster, labelNodeType: nodeTypeBroker, labelNodeID: node},
+		Help:        "Body sizes of the messages stored, in bytes.",
+		Buckets:     []float64{1 << 10, 4 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20},
+	}, []string{labelTopic})
 }
 
 // ObserveSend records one send in h. Sends to topics that do not exist or

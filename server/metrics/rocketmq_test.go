@@ -43,6 +43,17 @@ func TestRocketMQCollector(t *testing.T) {
 	if _, err := e.Send(ctx, &message.Message{Topic: "plain", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
+	// billing gives up on a message: a dead letter.
+	if err := e.CreateTopic(meta.Topic{Name: "failing", ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := e.Send(ctx, &message.Message{Topic: "failing", Body: []byte("y")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SendBack(ctx, "billing", dead.CommitLogOffset, engine.SendBackOptions{DelayLevel: -1}); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.WaitDispatched(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +72,28 @@ func TestRocketMQCollector(t *testing.T) {
 	if err != nil || len(popped) != 1 {
 		t.Fatalf("pop: %d, %v", len(popped), err)
 	}
-	e.Clients().Heartbeat(registry.Heartbeat{Client: "c1", Protocol: "remoting", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
-	e.Clients().Heartbeat(registry.Heartbeat{Client: "p1", Protocol: "grpc", Producers: []string{"pg"}})
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "c1", Protocol: "remoting", Language: "GO", Version: "V4_5_2", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "c2", Protocol: "remoting", Language: "JAVA", Version: "V5_3_0", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "p1", Protocol: "grpc", Language: "NODE_JS", Version: "1.0.8", Producers: []string{"pg"}})
+	e.Clients().Heartbeat(registry.Heartbeat{Client: "p2", Protocol: "grpc", Language: "NODE_JS", Version: "1.0.8", Producers: []string{"pg", "pg2"}})
+
+	// Two transactions: one committed, one rolled back. (The engine counts
+	// a half message in its real topic when it is stored, and the
+	// committed copy again: failing takes in 4.)
+	for i, d := range []engine.Decision{engine.Commit, engine.Rollback} {
+		half := &message.Message{Topic: "failing", Body: []byte("t"), Properties: map[string]string{message.PropertyTransactionPrepared: "true", message.PropertyProducerGroup: "txn"}}
+		res, err := e.Send(ctx, half)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.EndTransaction(ctx, engine.EndTransactionRequest{ProducerGroup: "txn", CommitLogOffset: res.CommitLogOffset, QueueOffset: -1, Decision: d}); err != nil {
+			t.Fatalf("end transaction %d: %v", i, err)
+		}
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	disk := float64(e.Stats().DiskBytes)
 
 	c := NewRocketMQCollector(func(visit func(*engine.Engine)) bool { visit(e); return true }, "DefaultCluster", "broker-a")
 	k := func(name string, kv ...string) string {
@@ -87,8 +118,22 @@ func TestRocketMQCollector(t *testing.T) {
 		k("rocketmq_consumer_lag_messages", orders...):                                                      4,
 		k("rocketmq_consumer_inflight_messages", orders...):                                                 0,
 		k("rocketmq_consumer_ready_messages", orders...):                                                    4,
-		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "", "version", ""): 1,
-		k("rocketmq_producer_connections", "language", "", "version", ""):                                                                                                 1,
+		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "GO", "version", "V4_5_2"):   1,
+		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "JAVA", "version", "V5_3_0"): 1,
+		k("rocketmq_producer_connections", "language", "NODE_JS", "version", "1.0.8"):                                                                                               2,
+		k("rocketmq_send_to_dlq_messages_total", "consumer_group", "billing", "is_system", "false"):                                                                                 1,
+		k("rocketmq_messages_in_total", "is_system", "true", "message_type", "Normal", "topic", "%DLQ%billing"):                                                                     1,
+		k("rocketmq_throughput_in_total", "is_system", "true", "message_type", "Normal", "topic", "%DLQ%billing"):                                                                   1,
+		k("rocketmq_messages_in_total", "is_system", "false", "message_type", "Normal", "topic", "failing"):                                                                         4,
+		k("rocketmq_throughput_in_total", "is_system", "false", "message_type", "Normal", "topic", "failing"):                                                                       4,
+		k("rocketmq_messages_in_total", "is_system", "true", "message_type", "Normal", "topic", "RMQ_SYS_TRANS_HALF_TOPIC"):                                                         0,
+		k("rocketmq_throughput_in_total", "is_system", "true", "message_type", "Normal", "topic", "RMQ_SYS_TRANS_HALF_TOPIC"):                                                       0,
+		k("rocketmq_messages_in_total", "is_system", "true", "message_type", "Normal", "topic", "RMQ_SYS_TRANS_OP_HALF_TOPIC"):                                                      0,
+		k("rocketmq_throughput_in_total", "is_system", "true", "message_type", "Normal", "topic", "RMQ_SYS_TRANS_OP_HALF_TOPIC"):                                                    0,
+		k("rocketmq_commit_messages_total"):         1,
+		k("rocketmq_rollback_messages_total"):       1,
+		k("rocketmq_storage_size"):                  disk,
+		k("rocketmq_storage_dispatch_behind_bytes"): 0,
 	}
 	got := series(t, c)
 	if !maps.Equal(got, want) {

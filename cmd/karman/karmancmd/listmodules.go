@@ -3,9 +3,7 @@ package karmancmd
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"runtime/debug"
-	"strings"
 
 	"github.com/karmanmq/karman/server"
 	"github.com/spf13/cobra"
@@ -59,31 +57,8 @@ from a source tree.`,
 func listModules(reg *server.Registry, bi *debug.BuildInfo) []moduleEntry {
 	entries := []moduleEntry{}
 	for _, mi := range reg.Modules() {
-		e := moduleEntry{ID: string(mi.ID), Package: pkgPath(mi.New()), Version: "unknown"}
-		if bi != nil {
-			mods := append([]*debug.Module{&bi.Main}, bi.Deps...)
-			for _, m := range mods {
-				if m.Path != "" && (e.Package == m.Path || strings.HasPrefix(e.Package, m.Path+"/")) && len(m.Path) > len(e.Module) {
-					e.Module, e.Version = m.Path, m.Version
-					if m.Replace != nil && m.Replace.Version != "" {
-						e.Version = m.Replace.Version
-					}
-					if e.Version == "" {
-						e.Version = "(devel)"
-					}
-				}
-			}
-		}
-		entries = append(entries, e)
+		b := server.BuildOf(mi.New(), bi)
+		entries = append(entries, moduleEntry{ID: string(mi.ID), Package: b.Package, Module: b.Module, Version: b.Version})
 	}
 	return entries
-}
-
-// pkgPath returns the package that defines m's type.
-func pkgPath(m server.Module) string {
-	t := reflect.TypeOf(m)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.PkgPath()
 }

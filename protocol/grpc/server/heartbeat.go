@@ -29,7 +29,7 @@ func (s *Server) Heartbeat(ctx context.Context, req *rmqpb.HeartbeatRequest) (*r
 		return &rmqpb.HeartbeatResponse{Status: statusOf(errClientIDRequired)}, nil
 	}
 	if st := sess.Settings(); st != nil {
-		s.eng.Clients().Heartbeat(membership(sess, st))
+		s.eng.Clients().Heartbeat(membership(ctx, sess, st))
 	}
 	return &rmqpb.HeartbeatResponse{Status: okStatus()}, nil
 }
@@ -53,8 +53,24 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyC
 // each topic it publishes to, since RocketMQ 5 clients use the topic as
 // the producer group of their transactions; a consumer belongs to its
 // group, with its subscriptions.
-func membership(sess *session.Session, st *rmqpb.Settings) registry.Heartbeat {
+//
+// The client's language and version are those of its settings' user
+// agent, else its x-mq-language and x-mq-client-version headers (ctx
+// may carry none).
+func membership(ctx context.Context, sess *session.Session, st *rmqpb.Settings) registry.Heartbeat {
 	hb := registry.Heartbeat{Client: registry.ClientID(sess.ID()), Protocol: Protocol, Conn: sess}
+	if ua := st.GetUserAgent(); ua != nil {
+		if ua.GetLanguage() != rmqpb.Language_LANGUAGE_UNSPECIFIED {
+			hb.Language = ua.GetLanguage().String()
+		}
+		hb.Version = ua.GetVersion()
+	}
+	if hb.Language == "" {
+		hb.Language = incomingHeader(ctx, headerLanguage)
+	}
+	if hb.Version == "" {
+		hb.Version = incomingHeader(ctx, headerVersion)
+	}
 	if pub := st.GetPublishing(); pub != nil {
 		for _, t := range pub.GetTopics() {
 			if t.GetName() != "" {

@@ -41,6 +41,16 @@ func TestHeartbeat(t *testing.T) {
 	if ids := e.eng.Clients().ConsumerIDs("G"); len(ids) != 1 {
 		t.Fatalf("consumers of G: %v", ids)
 	}
+	// Its settings named no user agent: the language is its heartbeat's
+	// x-mq-language header.
+	if again.Language != "HTTP" || again.Version != "" {
+		t.Fatalf("consumer@1's language and version: %q %q, want HTTP from its header", again.Language, again.Version)
+	}
+	// A producer's are its settings' user agent.
+	e.producer("producer@1", "T")
+	if p, ok := e.eng.Clients().Client("producer@1"); !ok || p.Language != "NODE_JS" || p.Version != "1.0.8" {
+		t.Fatalf("producer@1 = %+v %v, want NODE_JS 1.0.8", p, ok)
+	}
 
 	resp, err = e.cli.Heartbeat(e.as(""), &rmqpb.HeartbeatRequest{})
 	if err != nil {

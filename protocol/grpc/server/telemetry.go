@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -194,7 +195,7 @@ func (s *Server) applySettings(sess *session.Session, st *rmqpb.Settings) (*rmqp
 		return nil, err
 	}
 	sess.SetSettings(reply)
-	s.eng.Clients().Heartbeat(membership(sess, reply))
+	s.eng.Clients().Heartbeat(membership(context.Background(), sess, reply))
 	return reply, nil
 }
 

@@ -50,6 +50,11 @@
 // The reader queues its acknowledgements and writes them before it waits
 // for the client, so a burst of PUBLISH packets is answered in one write.
 //
+// Sessions and Retained give operators a read-only view of the sessions
+// (connection, protocol, persistence, subscriptions, in-flight and queued
+// counts) and retained messages, taking each lock briefly; they are not
+// on the message path.
+//
 // Concurrency: each connection has a reader goroutine, which handles
 // every packet it reads, and one goroutine per non-shared subscription
 // that pulls the filter's queue and writes; writes are serialized per

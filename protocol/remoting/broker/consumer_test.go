@@ -33,7 +33,9 @@ func TestHeartbeat(t *testing.T) {
 	changes := h.eng.Clients().Watch(ctx)
 
 	p := h.dial(nil)
-	resp := invoke(t, p, request(wire.HeartBeat, nil, []byte(`{"clientID":"10.0.0.1@42","producerDataSet":[{"groupName":"pg"}],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"BROADCASTING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"TopicA","subString":"a || b","tagsSet":["a","b"],"codeSet":["97","98"],"subVersion":1700000000000000000,"expressionType":"TAG"}],"unitMode":false}]}`)))
+	hb := request(wire.HeartBeat, nil, []byte(`{"clientID":"10.0.0.1@42","producerDataSet":[{"groupName":"pg"}],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"BROADCASTING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"TopicA","subString":"a || b","tagsSet":["a","b"],"codeSet":["97","98"],"subVersion":1700000000000000000,"expressionType":"TAG"}],"unitMode":false}]}`))
+	hb.Language, hb.Version = wire.LanguageJava, 401
+	resp := invoke(t, p, hb)
 	wantCode(t, resp, wire.Success)
 	if resp.Version <= 0 {
 		t.Fatalf("heartbeat answered version %d", resp.Version)
@@ -54,7 +56,8 @@ func TestHeartbeat(t *testing.T) {
 	if code, ids := consumerList(t, h, "cg"); code != wire.Success || !slices.Equal(ids, []string{"10.0.0.1@42"}) {
 		t.Fatalf("consumer list %s %v", code, ids)
 	}
-	if ps := h.eng.Clients().Producers("pg"); len(ps) != 1 || ps[0].Protocol != Protocol {
+	// The client's language and version, from the request's fields.
+	if ps := h.eng.Clients().Producers("pg"); len(ps) != 1 || ps[0].Protocol != Protocol || ps[0].Language != "JAVA" || ps[0].Version != "V4_9_4" {
 		t.Fatalf("producers %+v", ps)
 	}
 

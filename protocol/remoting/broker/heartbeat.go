@@ -43,6 +43,8 @@ func (b *Broker) heartbeat(ctx context.Context, c *server.Conn, req *wire.Comman
 	beat := registry.Heartbeat{
 		Client:    registry.ClientID(hb.ClientID),
 		Protocol:  Protocol,
+		Language:  req.Language.String(),
+		Version:   wire.VersionName(req.Version),
 		Conn:      c,
 		Producers: make([]string, 0, len(hb.ProducerDataSet)),
 		Consumers: make([]registry.Consumer, 0, len(hb.ConsumerDataSet)),

@@ -113,7 +113,33 @@ async function overview() {
   const cards = el("div", { class: "cards" });
   const rates = new Chart("Messages per second", ["in", "out"], 5 * 60e3);
   const disk = new Chart("Disk", ["commit log", "file system used"], 5 * 60e3, "bytes");
-  main.replaceChildren(el("h1", {}, "Overview"), cards, el("div", { class: "charts" }, rates.node, disk.node));
+  const extra = el("div");
+  main.replaceChildren(el("h1", {}, "Overview"), cards, el("div", { class: "charts" }, rates.node, disk.node), extra);
+  // moduleTables shows replication, the plugins and the modules compiled in.
+  function moduleTables(o) {
+    const st = o.status || {}, ha = st["cluster.ha"], pl = st["plugin.process"];
+    const parts = [];
+    if (ha) {
+      parts.push(el("h2", {}, "Replication"));
+      if (ha.role === "replica") {
+        parts.push(el("p", { id: "replication" }, `replica of ${ha.master} · ${ha.lagBytes === undefined ? "not connected yet" : bytes(ha.lagBytes) + " behind"}`));
+      } else {
+        parts.push(el("p", { id: "replication", class: "muted" }, `master · ${(ha.replicas || []).length} ${(ha.replicas || []).length === 1 ? "replica" : "replicas"} connected`));
+        if ((ha.replicas || []).length) parts.push(table(["Replica", "Address", "In sync", "Lag#", "Connected since"],
+          ha.replicas.map((r) => el("tr", { "data-replica": r.id }, cell(r.id), cell(r.addr), cell(r.inSync ? "yes" : "no"), cell(bytes(r.lagBytes), true), cell(when(r.since))))));
+      }
+    }
+    if (pl && pl.plugins.length) {
+      parts.push(el("h2", {}, "Plugins"), table(["Plugin", "State", "Calls#", "Failures#", "Timeouts#", "Rejected#", "Restarts#"],
+        pl.plugins.map((p) => el("tr", { "data-plugin": p.name }, cell(p.name), cell(p.up ? "up" : "down"), cell(fmt(p.calls), true),
+          cell(fmt(p.failures), true), cell(fmt(p.timeouts), true), cell(fmt(p.rejects), true), cell(fmt(p.restarts), true)))));
+    }
+    if ((o.compiled || []).length) {
+      parts.push(el("h2", {}, "Modules compiled in"), table(["Module", "State", "Version", "Go package"],
+        o.compiled.map((m) => el("tr", { "data-module": m.id }, cell(m.id), cell(m.running ? "running" : "off"), cell(m.version), cell(m.package)))));
+    }
+    extra.replaceChildren(...parts);
+  }
   let last;
   every(2000, async () => {
     let o;
@@ -127,6 +153,7 @@ async function overview() {
       el("div", { class: "card" }, el("div", { class: "muted" }, "Front-ends"),
         Object.keys(o.addrs).sort().map((k) => el("div", {}, `${k}: ${o.addrs[k]}`))),
       el("div", { class: "card" }, el("div", { class: "muted" }, "Modules"), (o.modules || []).map((m) => el("div", {}, m))));
+    moduleTables(o);
     if (last && o.at > last.at) {
       const s = (o.at - last.at) / 1000;
       rates.add(o.at, [Math.max(0, (o.messages.in - last.messages.in) / s), Math.max(0, (o.messages.out - last.messages.out) / s)]);
@@ -237,8 +264,8 @@ async function group(name) {
     info.replaceChildren(
       el("p", {}, `${g.online} online · lag ${fmt(g.lag)} · ${fmt(g.deadLetters)} dead letters · max attempts ${g.maxAttempts}` + (g.fifo ? " · FIFO" : "") + (g.broadcast ? " · broadcast" : "")),
       el("h2", {}, "Members"),
-      g.members.length ? table(["Client", "Address", "Protocol", "Consume type", "Last heartbeat"], g.members.map((m) => el("tr", {},
-        cell(m.clientId), cell(m.addr || "-"), cell(m.protocol), cell(m.consumeType), cell(when(m.lastHeartbeat))))) : el("p", { class: "muted" }, "no consumer online"),
+      g.members.length ? table(["Client", "Address", "Protocol", "Language", "Version", "Consume type", "Last heartbeat"], g.members.map((m) => el("tr", { "data-member": m.clientId },
+        cell(m.clientId), cell(m.addr || "-"), cell(m.protocol), cell(m.language || "-"), cell(m.version || "-"), cell(m.consumeType), cell(when(m.lastHeartbeat))))) : el("p", { class: "muted" }, "no consumer online"),
       el("h2", {}, "Subscriptions"),
       g.subscriptions.length ? el("ul", {}, g.subscriptions.map((s) => el("li", {}, `${s.topic}: ${s.type} ${s.expression}`))) : el("p", { class: "muted" }, "none known"),
       el("h2", {}, "Lag per queue"),
@@ -336,6 +363,28 @@ async function messages(params) {
   if (params.get("topic") && params.get("queue") !== null) document.getElementById("browse").requestSubmit();
 }
 
+// ---- MQTT ----
+async function mqtt() {
+  const sessions = el("div"), retained = el("div");
+  main.replaceChildren(el("h1", {}, "MQTT"), el("h2", {}, "Sessions"), sessions, el("h2", {}, "Retained messages"), retained);
+  const expiry = (s) => (!s.persistent ? "with its connection" : s.expirySeconds < 0 ? "never" : s.expirySeconds + " s");
+  every(5000, async () => {
+    let r;
+    try { r = await api("GET", "/mqtt/sessions"); } catch (e) { sessions.replaceChildren(errorBox(e)); retained.replaceChildren(); return; }
+    sessions.replaceChildren(r.sessions.length ? table(["Client id", "State", "Protocol", "Clean", "Expires", "Subscriptions (QoS, queued)", "In flight#", "Queued#"],
+      r.sessions.map((s) => el("tr", { "data-client": s.clientId },
+        cell(s.clientId), cell(s.connected ? "connected from " + s.addr : "disconnected " + when(s.disconnectedAt)), cell(s.protocol),
+        cell(s.cleanSession ? "yes" : "no"), cell(expiry(s)),
+        el("td", {}, s.subscriptions.length ? s.subscriptions.map((x) => el("div", { "data-filter": x.filter }, `${x.filter} (QoS ${x.qos}, ${fmt(x.queued)} queued)`)) : el("span", { class: "muted" }, "none")),
+        cell(fmt(s.inflight), true), cell(fmt(s.queued), true)))) : el("p", { class: "muted" }, "no sessions"));
+    let m;
+    try { m = await api("GET", "/mqtt/retained"); } catch (e) { retained.replaceChildren(errorBox(e)); return; }
+    retained.replaceChildren(m.messages.length ? table(["Topic", "Size#", "QoS#", "Publisher", "Expires"],
+      m.messages.map((x) => el("tr", { "data-topic": x.topic }, cell(x.topic), cell(bytes(x.size), true), cell(x.qos, true), cell(x.publisher || "-"), cell(x.expireAt ? when(x.expireAt) : "never"))))
+      : el("p", { class: "muted" }, "no retained messages"));
+  });
+}
+
 // ---- routing ----
 function route() {
   timers.forEach(clearInterval); timers = [];
@@ -347,8 +396,11 @@ function route() {
     case "topics": return parts[1] ? topic(parts[1]) : topics();
     case "groups": return parts[1] ? group(parts[1]) : groups();
     case "messages": return messages(params);
+    case "mqtt": return mqtt();
     default: return overview();
   }
 }
 window.addEventListener("hashchange", route);
 route();
+// The MQTT page is offered while the MQTT front-end runs.
+api("GET", "/overview").then((o) => { document.getElementById("nav-mqtt").hidden = !(o.modules || []).includes("frontend.mqtt"); }).catch(() => {});

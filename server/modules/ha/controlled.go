@@ -248,10 +248,19 @@ func (c *controlled) stopReplica() {
 func (c *controlled) replicaLag() (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.current == nil || c.epoch != 0 {
+	if c.current == nil || c.eng.Role() == engine.RoleMaster {
 		return 0, false
 	}
 	return c.current.Lag(), true
+}
+
+// role is the role the broker has now: "master" or "replica" (the
+// engine's, which the controller's answers set).
+func (c *controlled) role() string {
+	if c.eng.Role() == engine.RoleMaster {
+		return RoleMaster
+	}
+	return RoleReplica
 }
 
 // gate is the HA listener of a controlled broker: it accepts for as long

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,8 @@ var (
 	_ karman.EngineConfigurer = (*Module)(nil)
 	_ karman.Starter          = (*Module)(nil)
 	_ karman.Stopper          = (*Module)(nil)
+	_ karman.StatusReporter   = (*Module)(nil)
+	_ karman.RoleReporter     = (*Module)(nil)
 )
 
 // Roles of --ha-role.
@@ -89,6 +92,65 @@ type Module struct {
 	wg      sync.WaitGroup
 	addr    net.Addr
 	ctl     *controlled
+	running atomic.Bool // Start set master or replica
+}
+
+// Status is what the module reports in the API's overview.
+type Status struct {
+	Role string `json:"role"`
+	// Master is a replica's master (--ha-master); Lag the bytes of the
+	// master's log it does not hold.
+	Master string `json:"master,omitempty"`
+	Lag    *int64 `json:"lagBytes,omitempty"`
+	// Replicas are a master's replicas.
+	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+}
+
+// ReplicaStatus is a replica as its master sees it.
+type ReplicaStatus struct {
+	ID       string `json:"id"`
+	Addr     string `json:"addr"`
+	LagBytes int64  `json:"lagBytes"`
+	InSync   bool   `json:"inSync"`
+	Since    int64  `json:"since"` // ms since the epoch, when it connected
+}
+
+// ReplicationRole is "master", "replica", or "" without replication:
+// --ha-role, or with --ha-controller the role the controller gave.
+func (m *Module) ReplicationRole() string {
+	if m.ctl != nil {
+		return m.ctl.role()
+	}
+	return m.Config.Role
+}
+
+// Status reports the role and the replication's lag; nil without a role.
+func (m *Module) Status() any {
+	if m.ctl != nil {
+		st := Status{Role: m.ctl.role()}
+		if lag, ok := m.ctl.replicaLag(); ok {
+			st.Lag = &lag
+		}
+		return st
+	}
+	if m.Config.Role == RoleNone {
+		return nil
+	}
+	st := Status{Role: m.Config.Role}
+	if !m.running.Load() {
+		return st
+	}
+	if m.master != nil {
+		st.Replicas = []ReplicaStatus{}
+		for _, r := range m.master.Replicas() {
+			st.Replicas = append(st.Replicas, ReplicaStatus{ID: r.ID, Addr: r.Addr, LagBytes: r.Lag, InSync: r.InSync, Since: r.Since.UnixMilli()})
+		}
+	}
+	if m.replica != nil {
+		lag := m.replica.Lag()
+		st.Master, st.Lag = m.Config.Master, &lag
+	}
+	return st
 }
 
 // New returns the module with its defaults.
@@ -236,6 +298,7 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 		})
 		m.wg.Go(func() { m.replica.Run(run, func() string { return c.Master }) })
 	}
+	m.running.Store(true)
 	if h.Metrics != nil {
 		if err := m.registerMetrics(h.Metrics); err != nil {
 			cancel()

@@ -2,7 +2,9 @@ package ha_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -188,4 +190,53 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestOverview: the API's overview of a master and of its replica says
+// each one's role, the master's replicas with their lag, and the
+// replica's master and lag.
+func TestOverview(t *testing.T) {
+	master := start(t, "--namesrv-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--ha-role", "master", "--ha-addr", "127.0.0.1:0")
+	if err := master.Engine().CreateTopic(meta.Topic{Name: "Orders", ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	haAddr := module(t, master).Addr().String()
+	replica := start(t, "--namesrv-addr", "off", "--broker-namesrv", master.Addr("namesrv").String(), "--http-addr", "127.0.0.1:0",
+		"--ha-role", "replica", "--ha-master", haAddr)
+
+	type overview struct {
+		Role   string
+		Status struct {
+			HA *ha.Status `json:"cluster.ha"`
+		}
+	}
+	get := func(srv *server.Server) overview {
+		t.Helper()
+		resp, err := http.Get("http://" + srv.Addr("http").String() + "/api/v1/overview")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var o overview
+		if err := json.NewDecoder(resp.Body).Decode(&o); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("overview: %d %v", resp.StatusCode, err)
+		}
+		return o
+	}
+	eventually(t, "the replica in sync on the master's overview", func() bool {
+		o := get(master)
+		return o.Status.HA != nil && len(o.Status.HA.Replicas) == 1 && o.Status.HA.Replicas[0].InSync
+	})
+	o := get(master)
+	if o.Role != "master" || o.Status.HA.Role != "master" || o.Status.HA.Replicas[0].Addr == "" || o.Status.HA.Replicas[0].Since == 0 {
+		t.Errorf("master's overview: %+v %+v", o, o.Status.HA)
+	}
+	eventually(t, "the replica's overview with no lag", func() bool {
+		o := get(replica)
+		return o.Status.HA != nil && o.Status.HA.Lag != nil && *o.Status.HA.Lag == 0
+	})
+	o = get(replica)
+	if o.Role != "replica" || o.Status.HA.Role != "replica" || o.Status.HA.Master != haAddr || o.Status.HA.Replicas != nil {
+		t.Errorf("replica's overview: %+v %+v", o, o.Status.HA)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -52,6 +53,7 @@ var (
 	_ karman.Starter          = (*Module)(nil)
 	_ karman.Stopper          = (*Module)(nil)
 	_ karman.Cleaner          = (*Module)(nil)
+	_ karman.APIProvider      = (*Module)(nil)
 )
 
 // Config holds the module's settings.
@@ -73,6 +75,7 @@ type Module struct {
 	tlsConf     *tls.Config
 	wsLn, tlsLn net.Listener
 	srv         *mqttserver.Server
+	live        atomic.Pointer[mqttserver.Server] // srv while it serves, for the API
 	httpSrv     *http.Server
 	wg          sync.WaitGroup
 }
@@ -163,6 +166,7 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 		return err
 	}
 	m.srv = srv
+	m.live.Store(srv)
 	if h.Metrics != nil {
 		registerMetrics(h.Metrics, srv)
 	}
@@ -223,6 +227,7 @@ func (c wsConn) RemoteAddr() net.Addr {
 
 // Stop disconnects the clients and stops the listeners.
 func (m *Module) Stop(ctx context.Context) error {
+	m.live.Store(nil)
 	var errs []error
 	if m.httpSrv != nil {
 		errs = append(errs, ignoreClosed(m.httpSrv.Close()))

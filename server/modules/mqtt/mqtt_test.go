@@ -20,7 +20,13 @@ import (
 // of each MQTT listener, read from its announcements.
 func start(t *testing.T, args ...string) map[string]string {
 	t.Helper()
-	opts, err := server.NewOptions(mqttfe.ID)
+	return startModules(t, []server.ModuleID{mqttfe.ID}, args...)
+}
+
+// startModules is start with other modules beside MQTT.
+func startModules(t *testing.T, ids []server.ModuleID, args ...string) map[string]string {
+	t.Helper()
+	opts, err := server.NewOptions(ids...)
 	if err != nil {
 		t.Fatal(err)
 	}

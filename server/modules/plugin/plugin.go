@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
@@ -37,6 +38,7 @@ var (
 	_ karman.Starter          = (*Module)(nil)
 	_ karman.Stopper          = (*Module)(nil)
 	_ karman.Cleaner          = (*Module)(nil)
+	_ karman.StatusReporter   = (*Module)(nil)
 )
 
 // Module runs the plugins of --plugin.
@@ -45,8 +47,38 @@ type Module struct {
 	callTimeout time.Duration
 	onFailure   string
 
+	mu      sync.Mutex // guards loaded against Status
 	loaded  []*plugins.Plugin
 	started []*plugins.Connector
+}
+
+// Status is what the module reports in the API's overview.
+type Status struct {
+	Plugins []PluginStatus `json:"plugins"`
+}
+
+// PluginStatus is a loaded plugin's counters since it was loaded.
+type PluginStatus struct {
+	Name     string `json:"name"`
+	Calls    uint64 `json:"calls"`
+	Failures uint64 `json:"failures"` // timeouts included
+	Timeouts uint64 `json:"timeouts"`
+	Rejects  uint64 `json:"rejects"` // batches the plugin rejected
+	Restarts uint64 `json:"restarts"`
+	Up       bool   `json:"up"` // its process runs now
+}
+
+// Status reports the loaded plugins and their counters.
+func (m *Module) Status() any {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := Status{Plugins: []PluginStatus{}}
+	for _, p := range m.loaded {
+		s := p.Stats()
+		st.Plugins = append(st.Plugins, PluginStatus{Name: s.Name, Calls: s.Calls, Failures: s.Failures, Timeouts: s.Timeouts,
+			Rejects: s.Rejects, Restarts: s.Restarts, Up: s.Up})
+	}
+	return st
 }
 
 // KarmanModule implements karman.Module.
@@ -90,7 +122,9 @@ func (m *Module) Provision(ctx karman.ProvisionContext) error {
 			m.closePlugins(ctx.Logger)
 			return fmt.Errorf("plugin: --%s %s: %w", Name, spec.Name, err)
 		}
+		m.mu.Lock()
 		m.loaded = append(m.loaded, p)
+		m.mu.Unlock()
 	}
 	return nil
 }
@@ -139,6 +173,8 @@ func (m *Module) Stop(context.Context) error {
 func (m *Module) Cleanup() error { return m.closePlugins(nil) }
 
 func (m *Module) closePlugins(l *slog.Logger) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var errs []error
 	for _, p := range m.loaded {
 		if err := p.Close(); err != nil {

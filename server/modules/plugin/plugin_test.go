@@ -2,7 +2,10 @@ package plugin_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/karmanmq/karman/plugins"
 	"github.com/karmanmq/karman/server"
+	pluginmod "github.com/karmanmq/karman/server/modules/plugin"
 	_ "github.com/karmanmq/karman/server/modules/standard"
 )
 
@@ -125,5 +129,72 @@ func TestPluginFlagBadInput(t *testing.T) {
 	}
 	if _, err := newServer(t, "--plugin-on-failure", "ignore", "--plugin", "x="+bin+",allow=a"); err == nil || !strings.Contains(err.Error(), "want reject or skip") {
 		t.Errorf("--plugin-on-failure ignore: %v", err)
+	}
+}
+
+// TestOverviewStatus: the API's overview shows the loaded plugin with
+// its counters, which the API's own authenticated calls move, and the
+// modules compiled in, running or turned off.
+func TestOverviewStatus(t *testing.T) {
+	bin := headerauth(t)
+	// The plugin admits API calls by their Authorization header: user ops,
+	// secret secret12.
+	allow := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:secret12"))
+	srv, err := newServer(t, "--http-addr", "127.0.0.1:0", "--plugin", "auth="+bin+",allow="+allow+",field=authorization")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(ctx) })
+
+	type overview struct {
+		Compiled []struct {
+			ID, Version string
+			Running     bool
+		}
+		Status struct {
+			Plugin *struct{ Plugins []pluginmod.PluginStatus } `json:"plugin.process"`
+		}
+	}
+	get := func(secret string) (int, overview) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+srv.Addr("http").String()+"/api/v1/overview", nil)
+		req.SetBasicAuth("ops", secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var o overview
+		json.NewDecoder(resp.Body).Decode(&o)
+		return resp.StatusCode, o
+	}
+	if code, _ := get("wrong"); code != http.StatusUnauthorized {
+		t.Fatalf("overview as a user the plugin refuses: %d, want 401", code)
+	}
+	code, o := get("secret12")
+	if code != http.StatusOK || o.Status.Plugin == nil || len(o.Status.Plugin.Plugins) != 1 {
+		t.Fatalf("overview: %d %+v, want the plugin's status", code, o)
+	}
+	p := o.Status.Plugin.Plugins[0]
+	// Both calls were authenticated by the plugin; the second's counted
+	// before its overview was made.
+	if p.Name != "auth" || !p.Up || p.Calls < 2 || p.Restarts != 0 {
+		t.Errorf("plugin status %+v, want auth up with at least 2 calls", p)
+	}
+	running := map[string]bool{}
+	for _, m := range o.Compiled {
+		running[m.ID] = m.Running
+		if m.Version == "" || m.Version == "unknown" {
+			t.Errorf("module %s without a version: %+v", m.ID, m)
+		}
+	}
+	if on, ok := running["plugin.process"]; !ok || !on {
+		t.Errorf("plugin.process compiled in and running: %v %v (%v)", ok, on, running)
+	}
+	if on, ok := running["frontend.grpc"]; !ok || on {
+		t.Errorf("frontend.grpc compiled in, turned off: %v %v (%v)", ok, on, running)
 	}
 }

@@ -57,7 +57,8 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	err = opts.Flags.Parse([]string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "127.0.0.1:0",
-		"--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--log-level", "error"})
+		"--namesrv-addr", "127.0.0.1:0", "--broker-addr", "127.0.0.1:0", "--log-level", "error",
+		"--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,6 +272,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("overview charts: %d (%v)", canvases, err)
 	}
 	waitText(t, ctx, "#node", "DefaultCluster / broker-a")
+	// The modules compiled in: the broker running, MQTT turned off.
+	if row := waitText(t, ctx, `tr[data-module="frontend.remoting"]`, "running"); !strings.Contains(row, "github.com/karmanmq/karman/server/modules/broker") {
+		t.Errorf("the broker module's row %q lacks its package", row)
+	}
+	waitText(t, ctx, `tr[data-module="frontend.mqtt"]`, "off")
+	if visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("nav-mqtt").hidden`)); err != nil || visible {
+		t.Errorf("the MQTT link is offered with MQTT off (%v)", err)
+	}
 	time.Sleep(2500 * time.Millisecond) // let the charts take a second sample, for the screenshot
 	screenshot(t, ctx, "overview")
 
