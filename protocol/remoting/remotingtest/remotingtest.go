@@ -1,6 +1,7 @@
-// Package remotingtest helps fuzz remoting servers: requests whose
+// Package remotingtest helps test remoting servers: requests whose
 // extFields come from "key=value" lines, which fuzzers mutate well, sent
-// to a server that must answer every one without a handler panicking.
+// to a server that must answer every one without a handler panicking;
+// and waiting for a topic's route at a name server.
 package remotingtest
 
 import (
@@ -69,4 +70,30 @@ func CodeIndex(codes []wire.RequestCode, code wire.RequestCode) uint8 {
 		panic("code not fuzzed: " + code.String())
 	}
 	return uint8(i)
+}
+
+// WaitRoute waits until the name server at namesrv has a route for topic:
+// a topic created in the engine directly reaches the name servers with
+// the broker's next registration, and a client that asks for its route
+// before then falls back to the default topic's.
+func WaitRoute(t testing.TB, namesrv, topic string) {
+	t.Helper()
+	p, err := peer.Dial(context.Background(), namesrv, peer.Options{RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		req := wire.NewRequest(wire.GetRouteInfoByTopic, nil)
+		req.EncodeHeader(&wire.GetRouteInfoRequestHeader{Topic: topic})
+		resp, err := p.Invoke(context.Background(), req)
+		if err == nil && resp.ResponseCode() == wire.Success {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no route for %s after 15s: %v %v", topic, resp, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

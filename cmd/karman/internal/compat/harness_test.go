@@ -24,6 +24,7 @@ import (
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/broker"
 	"github.com/karmanmq/karman/protocol/remoting/peer"
+	"github.com/karmanmq/karman/protocol/remoting/remotingtest"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
 	"github.com/karmanmq/karman/server"
 	_ "github.com/karmanmq/karman/server/modules/standard"
@@ -215,24 +216,7 @@ func (k *karman) createGroup(cfg broker.SubscriptionGroupConfig) {
 // test when the name server has it, so this asks every few milliseconds.
 func (k *karman) waitRoute(topic string) {
 	k.t.Helper()
-	p, err := peer.Dial(context.Background(), k.namesrv, peer.Options{RequestTimeout: 5 * time.Second})
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	defer p.Close()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		req := wire.NewRequest(wire.GetRouteInfoByTopic, nil)
-		req.EncodeHeader(&wire.GetRouteInfoRequestHeader{Topic: topic})
-		resp, err := p.Invoke(context.Background(), req)
-		if err == nil && resp.ResponseCode() == wire.Success {
-			return
-		}
-		if time.Now().After(deadline) {
-			k.t.Fatalf("no route for %s: %v %v", topic, resp, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	remotingtest.WaitRoute(k.t, k.namesrv, topic)
 }
 
 // waitNoConsumers waits until the broker has seen every consumer of

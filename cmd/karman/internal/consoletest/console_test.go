@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/protocol/remoting/remotingtest"
 	"github.com/karmanmq/karman/server"
 	_ "github.com/karmanmq/karman/server/modules/broker"
 	_ "github.com/karmanmq/karman/server/modules/namesrv"
@@ -76,6 +77,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	ns := []string{srv.Addr("namesrv").String()}
+	remotingtest.WaitRoute(t, ns[0], "shop")
 
 	rlog.SetLogLevel("error")
 	p, err := producer.NewDefaultProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(ns)),
@@ -215,14 +217,21 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // text returns the text of the first element matching sel, once visible.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-		t.Fatalf("wait for %s: %v", sel, err)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+			t.Fatalf("wait for %s: %v", sel, err)
+		}
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		// The page may redraw between the wait and the read, replacing
+		// the node found: then look for it again.
+		if err != nil && strings.Contains(err.Error(), "No node with given id") && time.Now().Before(deadline) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
 	}
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
-	}
-	return s
 }
 
 // waitText waits until the text of sel contains want.
