@@ -1,3 +1,5 @@
+//go:build !race && unix
+
 package compat
 
 import (
