@@ -293,7 +293,7 @@ func FuzzConn(f *testing.F) {
 	fr.WriteRSTStream(3, http2.ErrCodeCancel)
 	f.Add(seed.Bytes())
 	f.Add([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0})
-	cert, err := transport.SelfSignedCertificate()
+	cert, err := selfSignedCertificate()
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 func tlsOptions(t *testing.T) transport.Options {
 	t.Helper()
-	cert, err := transport.SelfSignedCertificate()
+	cert, err := selfSignedCertificate()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 
-	"github.com/karmanmq/karman/protocol/grpc/transport"
+	karman "github.com/karmanmq/karman/server"
 )
 
 // tlsConfig returns the TLS settings of the endpoint: the certificate and
@@ -14,20 +14,9 @@ import (
 // the same port as plaintext clients; the Java client trusts any
 // certificate unless told otherwise, so a self-signed one serves it.
 func tlsConfig(certFile, keyFile string) (*tls.Config, error) {
-	var cert tls.Certificate
-	var err error
-	switch {
-	case certFile != "" && keyFile != "":
-		cert, err = tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("grpc: --grpc-tls-cert/--grpc-tls-key: %w", err)
-		}
-	case certFile != "" || keyFile != "":
-		return nil, fmt.Errorf("grpc: --grpc-tls-cert and --grpc-tls-key go together; give both, or neither for a self-signed certificate")
-	default:
-		if cert, err = transport.SelfSignedCertificate(); err != nil {
-			return nil, fmt.Errorf("grpc: making a self-signed certificate: %w", err)
-		}
+	cert, err := karman.ListenerCertificate(certFile, keyFile, Name+"-tls")
+	if err != nil {
+		return nil, fmt.Errorf("grpc: %w", err)
 	}
 	return &tls.Config{
 		Certificates: []tls.Certificate{cert},

@@ -1,4 +1,4 @@
-package transport
+package transport_test
 
 import (
 	"crypto/ecdsa"
@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// SelfSignedCertificate makes a certificate for "karman" and "localhost",
-// valid for a year, for a server whose clients do not check certificates
-// (RocketMQ's Java client, by default).
-func SelfSignedCertificate() (tls.Certificate, error) {
+// selfSignedCertificate makes a certificate for "karman" and "localhost",
+// valid for a year, for the tests' TLS servers. (The server package makes
+// the one `karman serve` uses when given none.)
+func selfSignedCertificate() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, err
