@@ -43,19 +43,7 @@ const maxTraceRecords = 32
 // topic. Deliveries themselves are not recorded one by one: a retry
 // stands for the failed deliveries before it (its attempt count).
 func (a *API) history(r *request) (any, error) {
-	id := r.PathValue("id")
-	var (
-		m   *message.Message
-		err error
-	)
-	if topic := r.URL.Query().Get("topic"); topic != "" {
-		if _, err := r.eng.Topic(topic); err != nil {
-			return nil, err
-		}
-		m, err = r.eng.MessageByIDInTopic(id, topic)
-	} else {
-		m, err = r.eng.MessageByID(id)
-	}
+	m, err := lookupByID(r)
 	if err != nil {
 		return nil, err
 	}
@@ -69,8 +57,8 @@ func (a *API) history(r *request) (any, error) {
 			}
 		}
 	}
-	if !r.may(hook.Topic(m.Topic)) {
-		return nil, &Error{Status: 403, Code: "FORBIDDEN", Message: "denied: the message is in topic " + m.Topic + ", which you may not read"}
+	if err := mayRead(r, m); err != nil {
+		return nil, err
 	}
 	h := History{Message: messageOf(m), Events: []Event{
 		{At: m.BornTimestamp, Kind: "sent", Topic: m.Topic, Detail: "by the producer at " + orDash(host(m.BornHost))},

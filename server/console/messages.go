@@ -176,26 +176,36 @@ func readQueue(r *request, topic string, queue int32, from int64, count int, end
 // messageByID answers GET /messages/{id}[?topic=]: by client or offset
 // message id.
 func (a *API) messageByID(r *request) (any, error) {
-	id := r.PathValue("id")
-	var (
-		m   *message.Message
-		err error
-	)
-	if topic := r.URL.Query().Get("topic"); topic != "" {
-		if _, err := r.eng.Topic(topic); err != nil {
-			return nil, err
-		}
-		m, err = r.eng.MessageByIDInTopic(id, topic)
-	} else {
-		m, err = r.eng.MessageByID(id)
-	}
+	m, err := lookupByID(r)
 	if err != nil {
 		return nil, err
 	}
-	if !r.may(hook.Topic(m.Topic)) {
-		return nil, &Error{Status: http.StatusForbidden, Code: "FORBIDDEN", Message: "denied: the message is in topic " + m.Topic + ", which you may not read"}
+	if err := mayRead(r, m); err != nil {
+		return nil, err
 	}
 	return messageOf(m), nil
+}
+
+// lookupByID finds the message of the path's id: in the query's topic,
+// when one is given (which must exist), else by the id alone.
+func lookupByID(r *request) (*message.Message, error) {
+	id := r.PathValue("id")
+	topic := r.URL.Query().Get("topic")
+	if topic == "" {
+		return r.eng.MessageByID(id)
+	}
+	if _, err := r.eng.Topic(topic); err != nil {
+		return nil, err
+	}
+	return r.eng.MessageByIDInTopic(id, topic)
+}
+
+// mayRead refuses a message whose topic the caller may not read.
+func mayRead(r *request, m *message.Message) error {
+	if !r.may(hook.Topic(m.Topic)) {
+		return &Error{Status: http.StatusForbidden, Code: "FORBIDDEN", Message: "denied: the message is in topic " + m.Topic + ", which you may not read"}
+	}
+	return nil
 }
 
 // MessageList is the answer of GET /messages.
