@@ -116,12 +116,7 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 			ss.mu.Unlock()
 			continue
 		}
-		msgs := make([]*message.Message, 0, len(res.Records))
-		for _, r := range res.Records {
-			if m, _, err := message.DecodeStored(r); err == nil {
-				msgs = append(msgs, m)
-			}
-		}
+		msgs := decodeRecords(res.Records)
 		next := res.NextOffset
 		res.Release()
 		for _, m := range msgs {
@@ -416,4 +411,16 @@ func (ss *session) received(c *conn, pid uint16, code packet.ReasonCode) {
 		ss.s.log.Warn("mqtt: store in-flight state", "client", ss.id, "err", err)
 	}
 	c.queue(pubrel(pid))
+}
+
+// decodeRecords decodes the stored records of a pull, skipping any that
+// do not decode (the engine counts those as corrupt).
+func decodeRecords(recs [][]byte) []*message.Message {
+	msgs := make([]*message.Message, 0, len(recs))
+	for _, r := range recs {
+		if m, _, err := message.DecodeStored(r); err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs
 }

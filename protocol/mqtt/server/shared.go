@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
-	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
 )
 
@@ -225,12 +224,7 @@ func (g *sharedGroup) run(ctx context.Context) {
 			}
 			continue
 		}
-		msgs := make([]*message.Message, 0, len(res.Records))
-		for _, r := range res.Records {
-			if m, _, err := message.DecodeStored(r); err == nil {
-				msgs = append(msgs, m)
-			}
-		}
+		msgs := decodeRecords(res.Records)
 		next := res.NextOffset
 		res.Release()
 		if redo && len(msgs) > 0 && msgs[0].QueueOffset != off {
