@@ -137,16 +137,24 @@ func TestFailoverByHandLosesNoAcknowledgedMessage(t *testing.T) {
 		bp.send(primitive.NewMessage(topic, fmt.Appendf(nil, "after-%d", i)))
 	}
 	a = startBinary(t, "--data", dirA, "--ha-role", "replica", "--ha-master", haB, "--broker-namesrv", b.namesrv)
-	want := b.queueEnds(topic, 4)
+	// The new master's ends are read on each poll: an acknowledged send
+	// is in the commit log, and its queue entry follows a moment later.
+	var newEnds, oldEnds []int64
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("queue ends: new master %v, old master %v", newEnds, oldEnds)
+		}
+	})
 	pollUntil(t, "the old master holding the new master's queues", time.Minute, func() bool {
-		got := a.queueEnds(topic, 4)
-		for q := range want {
-			if got[q] != want[q] {
+		newEnds, oldEnds = b.queueEnds(topic, 4), a.queueEnds(topic, 4)
+		for q := range newEnds {
+			if oldEnds[q] != newEnds[q] {
 				return false
 			}
 		}
 		return true
 	})
+	t.Logf("queue ends on both: %v", newEnds)
 	resp := a.invoke(wire.SendMessage, &wire.SendMessageRequestHeader{ProducerGroup: "g", Topic: topic, DefaultTopic: "TBW102",
 		DefaultTopicQueueNums: 4, BornTimestamp: time.Now().UnixMilli()}, []byte("to the old master"))
 	if resp.ResponseCode() != wire.ServiceNotAvailable {
