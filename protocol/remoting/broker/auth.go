@@ -306,7 +306,8 @@ func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.Handl
 	}
 	guarded, fields := set.Guarded(), set.NeedsFields()
 	return func(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
-		cl := &hook.Client{Protocol: Protocol, Addr: bornHost(c)}
+		addr := bornHost(c)
+		cl := &hook.Client{Protocol: Protocol, Addr: addr}
 		if id, ok := c.Get(attrClientID); ok {
 			cl.ID, _ = id.(string)
 		}
@@ -317,7 +318,7 @@ func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.Handl
 				return errorResponse(req, err)
 			}
 			cl.Group = group
-			cr := auth.Credentials(req, bornHost(c), fields)
+			cr := auth.Credentials(req, addr, fields)
 			p, err := set.Authenticate(ctx, cr)
 			auth.Release(cr)
 			if err != nil {
