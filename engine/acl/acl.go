@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -198,7 +197,7 @@ func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Princip
 			return hook.Principal{}, a.refuseAuth(c, c.AccessKey, err)
 		}
 	}
-	m := u.macs.Get().(hash.Hash)
+	m := u.macs.Get().(*rmqauth.MAC)
 	err := rmqauth.VerifyMAC(c, m)
 	u.macs.Put(m)
 	if err != nil {

@@ -511,6 +511,23 @@ func TestAuthorizeAllocs(t *testing.T) {
 	}
 }
 
+// TestAuthenticateAllocs: a signed request that verifies allocates
+// nothing.
+func TestAuthenticateAllocs(t *testing.T) {
+	a := benchACL(t, 300)
+	ext := map[string]string{"AccessKey": "user150", "topic": "topic150", "queueId": "1"}
+	content := rmqauth.RemotingContent(ext, make([]byte, 1024))
+	c := &hook.Credentials{Protocol: "remoting", AccessKey: "user150", Algorithm: rmqauth.AlgorithmRemoting, Signature: rmqauth.SignRemoting(content, "secret150"), Content: content}
+	n := testing.AllocsPerRun(100, func() {
+		if _, err := a.Authenticate(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("Authenticate allocates %v times", n)
+	}
+}
+
 func benchACL(t testing.TB, users int) *ACL {
 	var list []User
 	for i := range users {

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"encoding/base64"
-	"hash"
 	"net/netip"
 	"sync"
 
@@ -78,7 +77,7 @@ func Sign(req *wire.Command, accessKey, secretKey string) {
 // a client that signs many. A Signer is used by one goroutine at a time.
 type Signer struct {
 	accessKey string
-	mac       hash.Hash
+	mac       *rmqauth.MAC
 	buf       []byte
 }
 
@@ -93,8 +92,5 @@ func NewSigner(accessKey, secretKey string) *Signer {
 func (s *Signer) Sign(req *wire.Command) {
 	req.SetExt(rmqauth.FieldAccessKey, s.accessKey)
 	s.buf = append(req.AppendExtValues(s.buf[:0], rmqauth.FieldSignature), req.Body...)
-	s.mac.Reset()
-	s.mac.Write(s.buf)
-	var sum [32]byte
-	req.SetExt(rmqauth.FieldSignature, base64.StdEncoding.EncodeToString(s.mac.Sum(sum[:0])))
+	req.SetExt(rmqauth.FieldSignature, base64.StdEncoding.EncodeToString(s.mac.Sum(s.buf)))
 }
