@@ -58,6 +58,7 @@ type conn struct {
 
 	clean     atomic.Bool // a DISCONNECT ended it: no will
 	takenOver atomic.Bool
+	revoked   atomic.Bool // its rights were withdrawn (revoke)
 	stopping  atomic.Bool // the server is shutting down
 	done      chan struct{}
 }
@@ -132,7 +133,7 @@ func (c *conn) flushLocked() error {
 		return nil
 	}
 	timeout := c.s.opts.WriteTimeout
-	if c.stopping.Load() || c.takenOver.Load() {
+	if c.stopping.Load() || c.takenOver.Load() || c.revoked.Load() {
 		timeout = time.Second // a last word, not a wait
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(timeout))
@@ -406,7 +407,7 @@ func (c *conn) readLoop() {
 			var pe *packet.Error
 			if errors.As(err, &pe) {
 				c.disconnect(pe.Code, pe.Error())
-			} else if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.takenOver.Load() {
+			} else if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.takenOver.Load() && !c.revoked.Load() {
 				c.disconnect(packet.KeepAliveTimeout, "")
 			}
 			return
