@@ -180,9 +180,11 @@ func benchSendSync(b *testing.B, withACL bool) {
 	}
 	b.SetBytes(1024)
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	for b.Loop() {
 		if resp, err := p.Invoke(ctx, req); err != nil || resp.ResponseCode() != wire.Success {
 			b.Fatal(resp, err)
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
