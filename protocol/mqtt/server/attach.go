@@ -145,12 +145,17 @@ func (s *Server) detach(c *conn) {
 // a session without one.
 func (ss *session) ownedBy(name string) bool { return ss.owner == name || ss.owner == "" }
 
-// resume checks the session's subscriptions under c's principal (see
-// recheckSubs), sends again what the session has in flight for those it
+// resume checks c's principal and the session's subscriptions under it
+// (see recheckSubs) again, for a change between CONNECT and CONNACK or
+// while the session had no connection, sends again what the session has in flight for those it
 // keeps, in order, and starts their delivery.
 func (c *conn) resume() {
 	ss := c.ss
-	dropped, _ := c.recheckSubs()
+	if err := c.s.e.Hooks().CheckPrincipal(c.principal); err != nil {
+		c.revoke("not authorized any more: " + err.Error()) // changed since CONNECT
+		return
+	}
+	dropped, _ := c.recheckSubs(ss)
 	ss.mu.Lock()
 	outs := make([]*outFlight, 0, len(ss.out))
 	var revoked []*outFlight // messages of subscriptions dropped

@@ -59,6 +59,7 @@ type conn struct {
 	clean     atomic.Bool // a DISCONNECT ended it: no will
 	takenOver atomic.Bool
 	revoked   atomic.Bool // its rights were withdrawn (revoke)
+	acked     atomic.Bool // its CONNACK is written: a revocation may follow it
 	stopping  atomic.Bool // the server is shutting down
 	done      chan struct{}
 }
@@ -380,6 +381,7 @@ func (c *conn) connect(cp *packet.Connect) bool {
 		s.detach(c)
 		return false
 	}
+	c.acked.Store(true)
 	c.resume()
 	return true
 }

@@ -57,37 +57,43 @@ func (s *Server) watchAuth() {
 
 // recheck checks the rights of every connected client again.
 func (s *Server) recheck() {
+	type held struct {
+		ss *session
+		c  *conn
+	}
 	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.sessions))
+	list := make([]held, 0, len(s.sessions))
 	for _, ss := range s.sessions {
 		ss.mu.Lock()
-		if c := ss.conn; c != nil {
-			conns = append(conns, c)
+		// A connection is checked once its CONNACK is out; resume
+		// checks what changed before.
+		if c := ss.conn; c != nil && c.acked.Load() {
+			list = append(list, held{ss, c})
 		}
 		ss.mu.Unlock()
 	}
 	s.mu.Unlock()
 	hooks := s.e.Hooks()
-	for _, c := range conns {
+	for _, h := range list {
 		if s.ctx.Err() != nil {
 			return
 		}
-		if err := hooks.CheckPrincipal(c.principal); err != nil {
-			s.log.Info("mqtt: principal revoked", "client", c.ss.id, "user", c.principal.Name, "err", err)
-			c.revoke("not authorized any more: " + err.Error())
+		if err := hooks.CheckPrincipal(h.c.principal); err != nil {
+			s.log.Info("mqtt: principal revoked", "client", h.ss.id, "user", h.c.principal.Name, "err", err)
+			h.c.revoke("not authorized any more: " + err.Error())
 			continue
 		}
-		if dropped, err := c.recheckSubs(); len(dropped) > 0 {
-			c.revoke("not authorized to subscribe to " + dropped[0] + " any more: " + err.Error())
+		if dropped, err := h.c.recheckSubs(h.ss); len(dropped) > 0 {
+			h.c.revoke("not authorized to subscribe to " + dropped[0] + " any more: " + err.Error())
 		}
 	}
 }
 
-// recheckSubs checks each subscription of c's session under c's
+// recheckSubs checks each subscription of ss, c's session, under c's
 // principal, removes the refused ones, and returns their filters and the
 // first one's refusal.
-func (c *conn) recheckSubs() (dropped []string, first error) {
-	ss, hooks := c.ss, c.s.e.Hooks()
+func (c *conn) recheckSubs(ss *session) (dropped []string, first error) {
+	hooks := c.s.e.Hooks()
 	if len(hooks.Authorizers) == 0 {
 		return nil, nil
 	}
@@ -99,7 +105,7 @@ func (c *conn) recheckSubs() (dropped []string, first error) {
 	ss.mu.Unlock()
 	for _, sub := range subs {
 		err := c.authorizeSub(hooks, sub.filter)
-		if err == nil || !c.dropSub(sub.raw) {
+		if err == nil || !c.dropSub(ss, sub.raw) {
 			continue
 		}
 		c.s.log.Info("mqtt: subscription revoked", "client", ss.id, "user", c.principal.Name, "filter", sub.raw, "err", err)

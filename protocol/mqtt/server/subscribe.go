@@ -154,10 +154,10 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 	return true
 }
 
-// dropSub ends the subscription raw of c's session, as an UNSUBSCRIBE
-// does; false when the session has none.
-func (c *conn) dropSub(raw string) bool {
-	s, ss := c.s, c.ss
+// dropSub ends the subscription raw of ss, c's session, as an
+// UNSUBSCRIBE does; false when the session has none.
+func (c *conn) dropSub(ss *session, raw string) bool {
+	s := c.s
 	ss.mu.Lock()
 	sub := ss.subs[raw]
 	delete(ss.subs, raw)
@@ -182,7 +182,7 @@ func (c *conn) handleUnsubscribe(p *packet.Unsubscribe) bool {
 	ack := &packet.Unsuback{PacketID: p.PacketID}
 	for _, f := range p.Filters {
 		code := packet.Success
-		if !c.dropSub(f) {
+		if !c.dropSub(c.ss, f) {
 			code = packet.NoSubscriptionExisted
 		}
 		if c.version == packet.Version5 {
