@@ -10,7 +10,10 @@
 # each, pinned to PIN_C (taskset -c 1), signing as "bench" against the
 # second. Per run it prints the p50 latency, msgs/s, and the CPU time per
 # message of the broker (from /proc/PID/stat) and of the load generator.
-# Data lives in /dev/shm and is removed at the end.
+# With SIGN_BOTH=1 the generator signs for the server without --auth too,
+# which ignores the credentials: the same frames reach both, and the
+# difference is the broker's check alone. Data lives in /dev/shm and is
+# removed at the end.
 #
 #   go build ./cmd/karman && go build ./cmd/karman/karman-bench
 #   bench/scripts/auth-pinned.sh ./karman ./karman-bench 7 produce --count 100000 --producers 4 --inflight 16
@@ -46,7 +49,7 @@ for r in $(seq "$RUNS"); do
   order="off on"; [ $((r % 2)) = 0 ] && order="on off"
   for mode in $order; do
     pid_var=${mode}_pid ns_var=${mode}_ns
-    creds=(); [ $mode = on ] && creds=(--access-key bench --secret-key bench-secret)
+    creds=(); [ $mode = on ] || [ -n "${SIGN_BOTH:-}" ] && creds=(--access-key bench --secret-key bench-secret)
     c0=$(cpu ${!pid_var})
     out=$(/usr/bin/time -f 'CLIENTCPU %U %S' $PIN_C "$KB" "$@" --addr "${!ns_var}" "${creds[@]}" --json 2>&1)
     c1=$(cpu ${!pid_var})
