@@ -96,22 +96,23 @@ func serverDisconnect(t *testing.T, v *v5, want string) {
 }
 
 // TestRevokeSubscription: a device whose Sub right on a filter is
-// revoked while it is connected loses that subscription and is
+// revoked while it is connected loses its subscriptions to it, shared
+// or not, and is
 // disconnected (5.0: 0x87 with a reason naming the filter); back with its
 // session, it keeps its other subscriptions, receives nothing for the
 // revoked one, and may not subscribe to it again.
 func TestRevokeSubscription(t *testing.T) {
 	a, addr, _ := aclBroker(t, t.TempDir())
 	dev := login(t, addr, "dev", "d1")
-	for _, f := range []string{"devices/d1/cmd", "devices/d1/status"} {
+	for _, f := range []string{"devices/d1/cmd", "$share/g/devices/d1/cmd", "devices/d1/status"} {
 		if sa := dev.sub(f, 1); sa.Reasons[0] != 1 {
 			t.Fatalf("SUBACK %s: %v", f, sa.Reasons)
 		}
 	}
 	root := login(t, addr, "root", "root")
 	root.pub(&paho.Publish{Topic: "devices/d1/cmd", QoS: 1, Payload: []byte("one")})
-	if got := dev.wait(1); string(got[0].Payload) != "one" {
-		t.Fatalf("received %q", got[0].Payload)
+	if got := dev.wait(2); string(got[0].Payload) != "one" || string(got[1].Payload) != "one" {
+		t.Fatalf("received %q and %q, want it by both subscriptions", got[0].Payload, got[1].Payload)
 	}
 
 	if err := a.AddPolicies("dev", []acl.Entry{{Resource: "mqtt:devices/%c/cmd", Actions: []string{"Sub"}, Decision: acl.Deny}}); err != nil {
