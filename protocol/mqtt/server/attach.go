@@ -152,7 +152,7 @@ func (ss *session) ownedBy(name string) bool { return ss.owner == name || ss.own
 func (c *conn) resume() {
 	ss := c.ss
 	if err := c.s.e.Hooks().CheckPrincipal(c.principal); err != nil {
-		c.revoke("not authorized any more: " + err.Error()) // changed since CONNECT
+		c.revoke("not authorized any more: "+err.Error(), true) // changed since CONNECT
 		return
 	}
 	dropped, _ := c.recheckSubs(ss)

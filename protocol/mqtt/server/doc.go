@@ -26,7 +26,8 @@
 // connected client whose user no longer stands, or one of whose
 // subscriptions is now refused, loses that subscription and is
 // disconnected (5.0: DISCONNECT 0x87 Not authorized with a reason
-// naming it; 3.1.1: closed), and a resumed session's subscriptions are
+// naming it; 3.1.1: closed; the will of a user that no longer stands is
+// dropped), and a resumed session's subscriptions are
 // checked under the connecting principal before delivery starts, the
 // refused ones removed with their messages in flight; QoS 0, 1
 // and 2; wildcards and shared subscriptions (a member that leaves, or

@@ -15,7 +15,10 @@ import (
 //     subscriptions as SUBSCRIBE checks it. A principal that no longer
 //     stands, or a subscription now refused, ends the connection: MQTT
 //     5.0 clients get DISCONNECT 0x87 Not authorized with a reason string
-//     naming it, 3.1.1 clients a closed connection. A refused
+//     naming it, 3.1.1 clients a closed connection. The will of a
+//     principal that no longer stands is dropped; a client that lost a
+//     subscription has its will published, as at any end it did not ask
+//     for. A refused
 //     subscription is removed from the session first, so that a client
 //     coming back with its session finds it gone (and a SUBSCRIBE for it
 //     is refused: 0x87, or 0x80 on 3.1.1).
@@ -80,11 +83,11 @@ func (s *Server) recheck() {
 		}
 		if err := hooks.CheckPrincipal(h.c.principal); err != nil {
 			s.log.Info("mqtt: principal revoked", "client", h.ss.id, "user", h.c.principal.Name, "err", err)
-			h.c.revoke("not authorized any more: " + err.Error())
+			h.c.revoke("not authorized any more: "+err.Error(), true)
 			continue
 		}
 		if dropped, err := h.c.recheckSubs(h.ss); len(dropped) > 0 {
-			h.c.revoke("not authorized to subscribe to " + dropped[0] + " any more: " + err.Error())
+			h.c.revoke("not authorized to subscribe to "+dropped[0]+" any more: "+err.Error(), false)
 		}
 	}
 }
@@ -120,8 +123,12 @@ func (c *conn) recheckSubs(ss *session) (dropped []string, first error) {
 // revoke ends a connection whose rights were withdrawn: DISCONNECT 0x87
 // Not authorized with reason for MQTT 5.0 clients, then the connection
 // closes. The will is published as at any end the client did not ask
-// for.
-func (c *conn) revoke(reason string) {
+// for, unless dropWill: the principal no longer stands, and its will is
+// dropped as at a DISCONNECT.
+func (c *conn) revoke(reason string, dropWill bool) {
+	if dropWill {
+		c.clean.Store(true)
+	}
 	c.revoked.Store(true)
 	defer c.cancel()
 	c.nc.SetWriteDeadline(time.Now().Add(time.Second)) // a write in progress ends soon

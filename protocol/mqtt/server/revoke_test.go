@@ -139,13 +139,17 @@ func TestRevokeSubscription(t *testing.T) {
 }
 
 // TestRevokeUser: a user deleted or disabled while its device is
-// connected is disconnected, with or without subscriptions; an MQTT
-// 3.1.1 device whose subscription is revoked finds its connection
-// closed.
+// connected is disconnected, with or without subscriptions, and its will
+// dropped; an MQTT 3.1.1 device whose subscription is revoked finds its
+// connection closed, and its will is published.
 func TestRevokeUser(t *testing.T) {
 	a, addr, _ := aclBroker(t, t.TempDir())
 	if err := a.CreateUser(acl.User{Name: "tmp", Secret: "tmpsecret"}); err != nil {
 		t.Fatal(err)
+	}
+	root := login(t, addr, "root", "root")
+	if sa := root.sub("devices/+/will", 1); sa.Reasons[0] != 1 {
+		t.Fatalf("SUBACK %v", sa.Reasons)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -154,8 +158,14 @@ func TestRevokeUser(t *testing.T) {
 		{"disabled", func() error { return a.UpdateUser("dev", acl.UserChange{Status: acl.Disabled}) }},
 		{"deleted", func() error { return a.DeleteUser("tmp") }},
 	} {
-		user := map[string]string{"disabled": "dev", "deleted": "tmp"}[tc.name]
-		v := login(t, addr, user, "u-"+tc.name)
+		user, id := map[string]string{"disabled": "dev", "deleted": "tmp"}[tc.name], "u-"+tc.name
+		var v *v5
+		if user == "dev" {
+			v = dialV5(t, addr, &paho.Connect{ClientID: id, UsernameFlag: true, Username: user, PasswordFlag: true,
+				Password: []byte(user + "secret"), WillMessage: &paho.WillMessage{QoS: 1, Topic: "devices/" + id + "/will", Payload: []byte(id)}})
+		} else {
+			v = login(t, addr, user, id)
+		}
 		if err := tc.revoke(); err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +176,8 @@ func TestRevokeUser(t *testing.T) {
 	}
 
 	c, ack := dialRaw(t, addr, packet.Version311, &packet.Connect{ClientID: "d3", CleanStart: true,
-		UsernameFlag: true, Username: "dev", PasswordFlag: true, Password: []byte("devsecret")})
+		UsernameFlag: true, Username: "dev", PasswordFlag: true, Password: []byte("devsecret"),
+		Will: &packet.Will{QoS: 1, Topic: "devices/d3/will", Payload: []byte("d3")}})
 	if ack.ReasonCode != 0 {
 		t.Fatalf("CONNACK %v", ack.ReasonCode)
 	}
@@ -181,6 +192,12 @@ func TestRevokeUser(t *testing.T) {
 	if _, err := c.dec.Read(); !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
 		t.Fatalf("3.1.1 connection after the revocation: %v, want it closed", err)
 	}
+	// d3's will comes, and first: the disabled user's, which would have
+	// been published before it, was dropped.
+	if got := root.wait(1); got[0].Topic != "devices/d3/will" {
+		t.Fatalf("first will received: %s %q", got[0].Topic, got[0].Payload)
+	}
+	root.none(1, 100*time.Millisecond)
 }
 
 // TestResumeRechecks: a session's subscriptions are checked again when
