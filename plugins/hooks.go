@@ -47,9 +47,13 @@ func (h *authenticator) Authenticate(ctx context.Context, c *hook.Credentials) (
 	req := &pluginpb.AuthenticateRequest{
 		Protocol: c.Protocol, AccessKey: c.AccessKey, Algorithm: c.Algorithm, Signature: c.Signature,
 		Content: c.Content, SecurityToken: c.SecurityToken, Fields: c.Fields,
+		Username: c.Username, Password: c.Password, ClientId: c.ClientID,
 	}
 	if c.Addr.IsValid() {
 		req.Addr = c.Addr.String()
+	}
+	if cert := c.Certificate; cert != nil {
+		req.Certificate, req.CertificateSubject = cert.Raw, cert.Subject.String()
 	}
 	var resp *pluginpb.AuthenticateResponse
 	err := p.call(ctx, p.opts.CallTimeout, func(ctx context.Context, rpc pluginpb.PluginClient) (err error) {

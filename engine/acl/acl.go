@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -58,8 +57,10 @@ type ACL struct {
 	opts Options
 	snap atomic.Pointer[snapshot]
 
-	mu    sync.Mutex // serializes changes
-	store Store
+	mu       sync.Mutex // serializes changes
+	store    Store
+	watchers map[int]func() // OnChange's, under mu
+	nextW    int
 
 	stats Stats
 	audit auditLimiter
@@ -81,10 +82,58 @@ type compiled struct {
 }
 
 var (
-	_ hook.Authenticator = (*ACL)(nil)
-	_ hook.Authorizer    = (*ACL)(nil)
-	_ hook.FieldsUnused  = (*ACL)(nil)
+	_ hook.Authenticator    = (*ACL)(nil)
+	_ hook.Authorizer       = (*ACL)(nil)
+	_ hook.FieldsUnused     = (*ACL)(nil)
+	_ hook.Changing         = (*ACL)(nil)
+	_ hook.PrincipalChecker = (*ACL)(nil)
 )
+
+// OnChange implements hook.Changing: fn is called after each change of
+// a user or its policies is published (and after Attach), with the
+// ACL's changes serialized: it must return at once.
+func (a *ACL) OnChange(fn func()) (cancel func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.watchers == nil {
+		a.watchers = map[int]func(){}
+	}
+	id := a.nextW
+	a.nextW++
+	a.watchers[id] = fn
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		delete(a.watchers, id)
+	}
+}
+
+// publishLocked makes s the snapshot checks read and tells the watchers.
+func (a *ACL) publishLocked(s *snapshot) {
+	a.snap.Store(s)
+	for _, fn := range a.watchers {
+		fn()
+	}
+}
+
+// CheckPrincipal implements hook.PrincipalChecker: p's user must exist
+// and be enabled. The anonymous principal is not the ACL's to refuse.
+func (a *ACL) CheckPrincipal(p hook.Principal) error {
+	if p.Anonymous() {
+		return nil
+	}
+	s := a.snap.Load()
+	if s == nil {
+		return hook.Unauthenticated("the access-control list is not loaded yet")
+	}
+	switch u := s.users[p.Name]; {
+	case u == nil:
+		return hook.Unauthenticated("user " + p.Name + " no longer exists")
+	case u.disabled:
+		return hook.Unauthenticated("user " + p.Name + " is disabled")
+	}
+	return nil
+}
 
 // FieldsUnused implements hook.FieldsUnused: the ACL reads the access
 // key, signature and content of credentials, not their raw fields.
@@ -125,7 +174,7 @@ func (a *ACL) Attach(st Store) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.store = st
-	a.snap.Store(&snapshot{users: users})
+	a.publishLocked(&snapshot{users: users})
 	return nil
 }
 
@@ -198,7 +247,7 @@ func (a *ACL) Authenticate(_ context.Context, c *hook.Credentials) (hook.Princip
 			return hook.Principal{}, a.refuseAuth(c, c.AccessKey, err)
 		}
 	}
-	m := u.macs.Get().(hash.Hash)
+	m := u.macs.Get().(*rmqauth.MAC)
 	err := rmqauth.VerifyMAC(c, m)
 	u.macs.Put(m)
 	if err != nil {
@@ -448,7 +497,7 @@ func (a *ACL) change(name string, fn func(u *User) (*User, error)) error {
 			return fmt.Errorf("acl: write user %s: %w", name, err)
 		}
 	}
-	a.snap.Store(&snapshot{users: users})
+	a.publishLocked(&snapshot{users: users})
 	return nil
 }
 

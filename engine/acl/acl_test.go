@@ -511,6 +511,26 @@ func TestAuthorizeAllocs(t *testing.T) {
 	}
 }
 
+// TestAuthenticateAllocs: a signed request that verifies allocates
+// nothing.
+func TestAuthenticateAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	a := benchACL(t, 300)
+	ext := map[string]string{"AccessKey": "user150", "topic": "topic150", "queueId": "1"}
+	content := rmqauth.RemotingContent(ext, make([]byte, 1024))
+	c := &hook.Credentials{Protocol: "remoting", AccessKey: "user150", Algorithm: rmqauth.AlgorithmRemoting, Signature: rmqauth.SignRemoting(content, "secret150"), Content: content}
+	n := testing.AllocsPerRun(100, func() {
+		if _, err := a.Authenticate(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("Authenticate allocates %v times", n)
+	}
+}
+
 func benchACL(t testing.TB, users int) *ACL {
 	var list []User
 	for i := range users {
@@ -543,5 +563,55 @@ func BenchmarkAuthenticateRemoting(b *testing.B) {
 		if _, err := a.Authenticate(context.Background(), c); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestOnChange: every published change calls the watchers, a refused
+// change does not, and a cancelled watcher is called no more;
+// CheckPrincipal follows the users.
+func TestOnChange(t *testing.T) {
+	a := newACL(t, Options{}, User{Name: "root", Secret: "rootsecret", Type: Super}, User{Name: "dev", Secret: "devsecret"})
+	var set hook.Set
+	set.Authenticators = []hook.Authenticator{a}
+	set.Authorizers = []hook.Authorizer{a}
+	calls := 0
+	cancel := set.OnChange(func() { calls++ }) // registered once though listed twice
+	p := hook.Principal{Name: "dev"}
+	if err := set.CheckPrincipal(p); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name    string
+		change  func() error
+		calls   int
+		checkOK bool
+	}{
+		{"policy", func() error { return a.AddPolicies("dev", []Entry{allow("Topic:t", "Sub")}) }, 1, true},
+		{"refused", func() error { return a.DeleteUser("root") }, 1, true}, // the last super user
+		{"disabled", func() error { return a.UpdateUser("dev", UserChange{Status: Disabled}) }, 2, false},
+		{"enabled", func() error { return a.UpdateUser("dev", UserChange{Status: Enabled}) }, 3, true},
+		{"deleted", func() error { return a.DeleteUser("dev") }, 4, false},
+	}
+	for _, st := range steps {
+		err := st.change()
+		if (err == nil) != (st.name != "refused") {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if calls != st.calls {
+			t.Fatalf("%s: %d calls, want %d", st.name, calls, st.calls)
+		}
+		if err := set.CheckPrincipal(p); (err == nil) != st.checkOK || (err != nil && !errors.Is(err, hook.ErrUnauthenticated)) {
+			t.Fatalf("%s: CheckPrincipal %v", st.name, err)
+		}
+	}
+	cancel()
+	if err := a.CreateUser(User{Name: "dev", Secret: "devsecret"}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 4 {
+		t.Fatalf("called after cancel: %d", calls)
+	}
+	if err := set.CheckPrincipal(hook.Principal{}); err != nil {
+		t.Fatalf("anonymous: %v", err)
 	}
 }

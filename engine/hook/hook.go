@@ -95,6 +95,24 @@ type Client struct {
 
 type clientKey struct{}
 
+// ClientContext is a context that carries a Client, as NewContext's
+// does, in one allocation with it: a front-end that makes one of each
+// per request embeds it in its own state. Set Context (the parent) and
+// Client, then use its address as the context.
+type ClientContext struct {
+	context.Context
+	Client Client
+}
+
+// Value returns &c.Client for the key FromContext asks for, and what
+// the parent holds otherwise.
+func (c *ClientContext) Value(key any) any {
+	if _, ok := key.(clientKey); ok {
+		return &c.Client
+	}
+	return c.Context.Value(key)
+}
+
 // NewContext returns a copy of ctx that carries c.
 func NewContext(ctx context.Context, c *Client) context.Context {
 	return context.WithValue(ctx, clientKey{}, c)

@@ -60,3 +60,25 @@ func TestDrop(t *testing.T) {
 		}
 	}
 }
+
+// TestClientContextType: a ClientContext carries its Client as NewContext's
+// context does, to its children too, and its parent's values.
+func TestClientContextType(t *testing.T) {
+	type key struct{}
+	parent := context.WithValue(context.Background(), key{}, "v")
+	cc := &ClientContext{Context: parent, Client: Client{Protocol: "remoting", ID: "c1"}}
+	child, cancel := context.WithCancel(cc)
+	defer cancel()
+	for _, ctx := range []context.Context{cc, child} {
+		c, ok := FromContext(ctx)
+		if !ok || c != &cc.Client {
+			t.Fatalf("FromContext = %v, %v; want the embedded client", c, ok)
+		}
+		if v := ctx.Value(key{}); v != "v" {
+			t.Fatalf("parent's value %v", v)
+		}
+	}
+	if _, ok := FromContext(parent); ok {
+		t.Fatal("the parent carries a client")
+	}
+}

@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 	"fmt"
+	"reflect"
 )
 
 // Set is a list of hooks sorted by the interfaces they implement, in the
@@ -133,6 +134,72 @@ func (s *Set) Authorize(ctx context.Context, p Principal, a Action, r Resource) 
 				who = "anonymous"
 			}
 			return fmt.Errorf("%s on %s by %s: %w", a, r, who, err)
+		}
+	}
+	return nil
+}
+
+// Changing is implemented by Authenticators and Authorizers whose
+// decisions change while clients stay connected: an access-control list
+// whose users and policies are edited. Front-ends that hold rights for
+// a long time (an MQTT subscription) check them again after a change.
+type Changing interface {
+	// OnChange registers fn, called after each change, on the goroutine
+	// that made it: fn must return at once (signal a goroutine of its
+	// own). The returned function unregisters fn.
+	OnChange(fn func()) (cancel func())
+}
+
+// PrincipalChecker is implemented by Authenticators that can tell
+// whether a principal they established still stands: its user not
+// deleted or disabled since.
+type PrincipalChecker interface {
+	// CheckPrincipal returns nil while p stands, an error matching
+	// ErrUnauthenticated once it does not.
+	CheckPrincipal(p Principal) error
+}
+
+// OnChange registers fn with every Authenticator and Authorizer that
+// implements Changing (a hook that is both is registered once), and
+// returns the function that unregisters it from all.
+func (s *Set) OnChange(fn func()) (cancel func()) {
+	var cancels []func()
+	seen := map[Changing]bool{} // of comparable hooks: a map key must be
+	add := func(h any) {
+		c, ok := h.(Changing)
+		if !ok {
+			return
+		}
+		if reflect.TypeOf(c).Comparable() {
+			if seen[c] {
+				return
+			}
+			seen[c] = true
+		}
+		cancels = append(cancels, c.OnChange(fn))
+	}
+	for _, a := range s.Authenticators {
+		add(a)
+	}
+	for _, a := range s.Authorizers {
+		add(a)
+	}
+	return func() {
+		for _, c := range cancels {
+			c()
+		}
+	}
+}
+
+// CheckPrincipal asks the Authenticators that implement PrincipalChecker
+// whether p still stands, and returns the first refusal; nil when none
+// refuses (or none can tell).
+func (s *Set) CheckPrincipal(p Principal) error {
+	for _, a := range s.Authenticators {
+		if c, ok := a.(PrincipalChecker); ok {
+			if err := c.CheckPrincipal(p); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

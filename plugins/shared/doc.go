@@ -25,6 +25,10 @@
 //     prove (refuse with hook.Unauthenticated) and whether a principal may
 //     act on a resource (refuse with hook.Deny). They are called once per
 //     request, and fail closed: a call that fails refuses the request.
+//     The credentials are those the front-end took: a signature and what
+//     it signs, an MQTT client's username, password and client id, and
+//     the client certificate its TLS connection verified
+//     (hook.Credentials.Certificate, parsed again from its DER).
 //
 // A value implementing Configurer gets its name and configuration (the
 // key=value pairs of the broker's plugin spec) before any other call,

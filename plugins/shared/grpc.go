@@ -2,6 +2,7 @@ package shared
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -236,10 +237,17 @@ func (s *server) Authenticate(ctx context.Context, req *pluginpb.AuthenticateReq
 	c := &hook.Credentials{
 		Protocol: req.GetProtocol(), AccessKey: req.GetAccessKey(), Algorithm: req.GetAlgorithm(),
 		Signature: req.GetSignature(), Content: req.GetContent(), SecurityToken: req.GetSecurityToken(),
-		Fields: req.GetFields(),
+		Fields: req.GetFields(), Username: req.GetUsername(), Password: req.GetPassword(), ClientID: req.GetClientId(),
 	}
 	if a, err := netip.ParseAddrPort(req.GetAddr()); err == nil {
 		c.Addr = a
+	}
+	if der := req.GetCertificate(); len(der) > 0 {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "client certificate: %v", err)
+		}
+		c.Certificate = cert
 	}
 	p, err := h.Authenticate(ctx, c)
 	if err != nil {

@@ -123,3 +123,23 @@ func TestSameProperties(t *testing.T) {
 		}
 	}
 }
+
+type anyone struct{}
+
+func (anyone) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) {
+	return hook.Principal{Name: c.Username}, nil
+}
+
+// TestAuthenticateBadCertificate: a certificate that does not parse is
+// the host's error, not a client to let in.
+func TestAuthenticateBadCertificate(t *testing.T) {
+	s := &server{impl: anyone{}}
+	_, err := s.Authenticate(context.Background(), &pluginpb.AuthenticateRequest{Username: "u", Certificate: []byte("not DER")})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("Authenticate with a bad certificate: %v; want InvalidArgument", err)
+	}
+	r, err := s.Authenticate(context.Background(), &pluginpb.AuthenticateRequest{Username: "u"})
+	if err != nil || r.GetPrincipal().GetName() != "u" {
+		t.Fatalf("Authenticate = %v, %v", r, err)
+	}
+}

@@ -80,27 +80,38 @@ func SignGRPC(dateTime, secret string) string {
 	return strings.ToUpper(hex.EncodeToString(mac([]byte(dateTime), secret)))
 }
 
-func mac(content []byte, secret string) []byte {
-	m := hmac.New(sha1.New, []byte(secret))
-	m.Write(content)
-	return m.Sum(nil)
-}
+func mac(content []byte, secret string) []byte { return NewMAC(secret).Sum(content) }
 
 // Verify checks that c's signature is the HMAC-SHA1 of c.Content under
 // secret, in the encoding of c.Algorithm. Its errors match
 // hook.ErrUnauthenticated.
 func Verify(c *hook.Credentials, secret string) error {
-	return VerifyMAC(c, hmac.New(sha1.New, []byte(secret)))
+	return VerifyMAC(c, NewMAC(secret))
 }
 
-// NewMAC returns the HMAC-SHA1 of secret, for VerifyMAC: an
-// Authenticator may keep one per secret (one per goroutine at a time, a
-// sync.Pool say) to spare its set-up on every request.
-func NewMAC(secret string) hash.Hash { return hmac.New(sha1.New, []byte(secret)) }
+// MAC is the HMAC-SHA1 of one secret, with room for its result: for
+// VerifyMAC and for signing many requests. An Authenticator may keep one
+// per secret (one per goroutine at a time, a sync.Pool say) to spare its
+// set-up on every request.
+type MAC struct {
+	h   hash.Hash
+	sum [sha1.Size]byte
+}
 
-// VerifyMAC is Verify with the HMAC-SHA1 of the secret (NewMAC), which
-// it resets and uses. It allocates nothing unless it refuses.
-func VerifyMAC(c *hook.Credentials, m hash.Hash) error {
+// NewMAC returns the MAC of secret.
+func NewMAC(secret string) *MAC { return &MAC{h: hmac.New(sha1.New, []byte(secret))} }
+
+// Sum returns the HMAC-SHA1 of content. The result is m's: it is valid
+// until m's next use.
+func (m *MAC) Sum(content []byte) []byte {
+	m.h.Reset()
+	m.h.Write(content)
+	return m.h.Sum(m.sum[:0])
+}
+
+// VerifyMAC is Verify with the MAC of the secret. It allocates nothing
+// unless it refuses.
+func VerifyMAC(c *hook.Credentials, m *MAC) error {
 	if c.Signature == "" {
 		return unauthenticated(ErrNoSignature, "")
 	}
@@ -128,10 +139,7 @@ func VerifyMAC(c *hook.Credentials, m hash.Hash) error {
 	default:
 		return unauthenticated(ErrMalformed, fmt.Sprintf("unknown algorithm %q", c.Algorithm))
 	}
-	m.Reset()
-	m.Write(c.Content)
-	var sumBuf [sha1.Size]byte
-	if !hmac.Equal(got, m.Sum(sumBuf[:0])) {
+	if !hmac.Equal(got, m.Sum(c.Content)) {
 		return unauthenticated(ErrBadSignature, "access key "+c.AccessKey)
 	}
 	return nil

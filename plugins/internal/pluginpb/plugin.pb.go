@@ -1094,8 +1094,18 @@ type AuthenticateRequest struct {
 	Content       []byte                 `protobuf:"bytes,6,opt,name=content,proto3" json:"content,omitempty"`
 	SecurityToken string                 `protobuf:"bytes,7,opt,name=security_token,json=securityToken,proto3" json:"security_token,omitempty"`
 	Fields        map[string]string      `protobuf:"bytes,8,rep,name=fields,proto3" json:"fields,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// username, password and client_id are an MQTT CONNECT's; password is
+	// empty when the packet has none.
+	Username string `protobuf:"bytes,9,opt,name=username,proto3" json:"username,omitempty"`
+	Password []byte `protobuf:"bytes,10,opt,name=password,proto3" json:"password,omitempty"`
+	ClientId string `protobuf:"bytes,11,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// certificate is the DER of the client certificate the connection's
+	// TLS layer verified (MQTT over TLS with client CAs), empty without
+	// one; certificate_subject its subject as an RFC 2253 string.
+	Certificate        []byte `protobuf:"bytes,12,opt,name=certificate,proto3" json:"certificate,omitempty"`
+	CertificateSubject string `protobuf:"bytes,13,opt,name=certificate_subject,json=certificateSubject,proto3" json:"certificate_subject,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AuthenticateRequest) Reset() {
@@ -1182,6 +1192,41 @@ func (x *AuthenticateRequest) GetFields() map[string]string {
 		return x.Fields
 	}
 	return nil
+}
+
+func (x *AuthenticateRequest) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *AuthenticateRequest) GetPassword() []byte {
+	if x != nil {
+		return x.Password
+	}
+	return nil
+}
+
+func (x *AuthenticateRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *AuthenticateRequest) GetCertificate() []byte {
+	if x != nil {
+		return x.Certificate
+	}
+	return nil
+}
+
+func (x *AuthenticateRequest) GetCertificateSubject() string {
+	if x != nil {
+		return x.CertificateSubject
+	}
+	return ""
 }
 
 type AuthenticateResponse struct {
@@ -1430,7 +1475,7 @@ const file_plugin_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe7\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8f\x04\n" +
 	"\x13AuthenticateRequest\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1d\n" +
@@ -1440,7 +1485,13 @@ const file_plugin_proto_rawDesc = "" +
 	"\tsignature\x18\x05 \x01(\tR\tsignature\x12\x18\n" +
 	"\acontent\x18\x06 \x01(\fR\acontent\x12%\n" +
 	"\x0esecurity_token\x18\a \x01(\tR\rsecurityToken\x12I\n" +
-	"\x06fields\x18\b \x03(\v21.karman.plugin.v1.AuthenticateRequest.FieldsEntryR\x06fields\x1a9\n" +
+	"\x06fields\x18\b \x03(\v21.karman.plugin.v1.AuthenticateRequest.FieldsEntryR\x06fields\x12\x1a\n" +
+	"\busername\x18\t \x01(\tR\busername\x12\x1a\n" +
+	"\bpassword\x18\n" +
+	" \x01(\fR\bpassword\x12\x1b\n" +
+	"\tclient_id\x18\v \x01(\tR\bclientId\x12 \n" +
+	"\vcertificate\x18\f \x01(\fR\vcertificate\x12/\n" +
+	"\x13certificate_subject\x18\r \x01(\tR\x12certificateSubject\x1a9\n" +
 	"\vFieldsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"i\n" +

@@ -11,11 +11,15 @@
 // BeforeDeliver drops messages with the property drop.
 //
 // KARMAN_TESTPLUGIN=version serves protocol version 99; =garbage prints
-// a line that is not a handshake; =exit exits at once.
+// a line that is not a handshake; =exit exits at once; =auth serves an
+// Authenticator instead, which lets every client in and returns the
+// credentials it was given as the principal's attributes.
 package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +28,7 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/plugins/shared"
 )
 
@@ -76,8 +81,25 @@ func (t *testPlugin) BeforeDeliver(_ context.Context, b *shared.DeliverBatch) er
 	return nil
 }
 
+// echoAuth is the Authenticator of KARMAN_TESTPLUGIN=auth.
+type echoAuth struct{}
+
+func (echoAuth) Authenticate(_ context.Context, c *hook.Credentials) (hook.Principal, error) {
+	attrs := map[string]string{"protocol": c.Protocol, "username": c.Username, "password": string(c.Password), "client_id": c.ClientID}
+	name := c.Username
+	if cert := c.Certificate; cert != nil {
+		sum := sha256.Sum256(cert.Raw)
+		attrs["cert_cn"], attrs["cert_subject"], attrs["cert_sha256"] = cert.Subject.CommonName, cert.Subject.String(), hex.EncodeToString(sum[:])
+		name = "cert:" + cert.Subject.CommonName
+	}
+	return hook.Principal{Name: name, Attributes: attrs}, nil
+}
+
 func main() {
 	switch os.Getenv("KARMAN_TESTPLUGIN") {
+	case "auth":
+		shared.Serve(echoAuth{})
+		return
 	case "version":
 		h := shared.Handshake
 		h.ProtocolVersion = 99

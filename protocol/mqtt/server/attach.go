@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"time"
 )
 
@@ -8,7 +9,10 @@ import (
 // connection that holds it, and reports whether a session was present.
 // A session is resumed only by its owner, the principal that made it:
 // another one's connection starts a new session, so that it gets no
-// subscriptions or messages the owner was authorized for.
+// subscriptions or messages the owner was authorized for. A session with
+// no owner (saved before authentication was turned on) is taken by the
+// first principal that connects with its client id; resume then checks
+// its subscriptions under that principal.
 func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) (*session, bool, error) {
 	for {
 		s.mu.Lock()
@@ -30,7 +34,7 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 		}
 		var stale *session
 		present := false
-		if ss != nil && (clean || ss.owner != c.principal.Name) {
+		if ss != nil && (clean || !ss.ownedBy(c.principal.Name)) {
 			delete(s.sessions, id)
 			stale, ss = ss, nil
 		}
@@ -137,13 +141,29 @@ func (s *Server) detach(c *conn) {
 	}
 }
 
-// resume sends again what the session has in flight, in order, and
-// starts its subscriptions' delivery.
+// ownedBy reports whether principal name may resume ss: its owner's, or
+// a session without one.
+func (ss *session) ownedBy(name string) bool { return ss.owner == name || ss.owner == "" }
+
+// resume checks c's principal and the session's subscriptions under it
+// (see recheckSubs) again, for a change between CONNECT and CONNACK or
+// while the session had no connection, sends again what the session has in flight for those it
+// keeps, in order, and starts their delivery.
 func (c *conn) resume() {
 	ss := c.ss
+	if err := c.s.e.Hooks().CheckPrincipal(c.principal); err != nil {
+		c.revoke("not authorized any more: "+err.Error(), true) // changed since CONNECT
+		return
+	}
+	dropped, _ := c.recheckSubs(ss)
 	ss.mu.Lock()
 	outs := make([]*outFlight, 0, len(ss.out))
+	var revoked []*outFlight // messages of subscriptions dropped
 	for _, f := range ss.out {
+		if !f.rel && f.sub != "" && slices.Contains(dropped, f.sub) {
+			revoked = append(revoked, f)
+			continue
+		}
 		outs = append(outs, f)
 	}
 	subs := make([]*subscription, 0, len(ss.subs))
@@ -151,6 +171,9 @@ func (c *conn) resume() {
 		subs = append(subs, sub)
 	}
 	ss.mu.Unlock()
+	for _, f := range revoked {
+		ss.dropOut(c, f)
+	}
 	sortOut(outs)
 	for _, f := range outs {
 		select { // they count against the client's receive maximum

@@ -58,6 +58,8 @@ type conn struct {
 
 	clean     atomic.Bool // a DISCONNECT ended it: no will
 	takenOver atomic.Bool
+	revoked   atomic.Bool // its rights were withdrawn (revoke)
+	acked     atomic.Bool // its CONNACK is written: a revocation may follow it
 	stopping  atomic.Bool // the server is shutting down
 	done      chan struct{}
 }
@@ -132,7 +134,7 @@ func (c *conn) flushLocked() error {
 		return nil
 	}
 	timeout := c.s.opts.WriteTimeout
-	if c.stopping.Load() || c.takenOver.Load() {
+	if c.stopping.Load() || c.takenOver.Load() || c.revoked.Load() {
 		timeout = time.Second // a last word, not a wait
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(timeout))
@@ -379,6 +381,7 @@ func (c *conn) connect(cp *packet.Connect) bool {
 		s.detach(c)
 		return false
 	}
+	c.acked.Store(true)
 	c.resume()
 	return true
 }
@@ -406,7 +409,7 @@ func (c *conn) readLoop() {
 			var pe *packet.Error
 			if errors.As(err, &pe) {
 				c.disconnect(pe.Code, pe.Error())
-			} else if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.takenOver.Load() {
+			} else if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.takenOver.Load() && !c.revoked.Load() {
 				c.disconnect(packet.KeepAliveTimeout, "")
 			}
 			return

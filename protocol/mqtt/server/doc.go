@@ -19,7 +19,17 @@
 // return code 4/5, PUBACK/SUBACK 0x87 or SUBACK 0x80 (a 3.1.1 PUBLISH
 // refused is acknowledged and dropped: 3.1.1 has no negative
 // acknowledgement); a session resumed only by the principal that made it
-// (another's connection with its client id starts a new one); QoS 0, 1
+// (another's connection with its client id starts a new one; one saved
+// before authentication was turned on, with no owner, is taken by the
+// first principal that connects with its client id); rights checked
+// again after the hooks change (hook.Changing: an ACL edited): a
+// connected client whose user no longer stands, or one of whose
+// subscriptions is now refused, loses that subscription and is
+// disconnected (5.0: DISCONNECT 0x87 Not authorized with a reason
+// naming it; 3.1.1: closed; the will of a user that no longer stands is
+// dropped), and a resumed session's subscriptions are
+// checked under the connecting principal before delivery starts, the
+// refused ones removed with their messages in flight; QoS 0, 1
 // and 2; wildcards and shared subscriptions (a member that leaves, or
 // leaves QoS 1 messages unacknowledged for Options.SharedStallTimeout, has them
 // delivered to another); retained messages with retain handling and
@@ -60,5 +70,6 @@
 // that pulls the filter's queue and writes; writes are serialized per
 // connection. Each shared group has one goroutine while it has members.
 // Lock order: Server.mu, then session.commitMu, then session.mu, then
-// sharedGroup.mu; conn.wmu is taken alone.
+// sharedGroup.mu; conn.wmu is taken alone. One goroutine checks the
+// connected clients' rights again after each change of the hooks.
 package server

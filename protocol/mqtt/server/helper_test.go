@@ -79,6 +79,7 @@ type v5 struct {
 	mu   sync.Mutex
 	got  []*paho.Publish
 	more chan struct{}
+	disc chan *paho.Disconnect // the server's DISCONNECT, if it sends one
 }
 
 func dialV5(t testing.TB, addr string, cp *paho.Connect) *v5 {
@@ -95,9 +96,10 @@ func tryV5(t testing.TB, addr string, cp *paho.Connect) (*v5, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &v5{t: t, more: make(chan struct{}, 1)}
+	v := &v5{t: t, more: make(chan struct{}, 1), disc: make(chan *paho.Disconnect, 1)}
 	v.c = paho.NewClient(paho.ClientConfig{
-		Conn: nc,
+		Conn:               nc,
+		OnServerDisconnect: func(d *paho.Disconnect) { v.disc <- d },
 		OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
 			v.mu.Lock()
 			v.got = append(v.got, pr.Packet)

@@ -197,6 +197,7 @@ func New(e *engine.Engine, router *route.Router, opts *Options) (*Server, error)
 	s.wg.Add(2)
 	go s.sysLoop()
 	go s.stallLoop()
+	s.watchAuth()
 	return s, nil
 }
 

@@ -26,6 +26,26 @@ func (s *Server) newSubscription(raw string, qos byte, noLocal, rap bool, rh byt
 	return sub, nil
 }
 
+// authorizeSub checks that c's principal may subscribe to filter: Sub
+// on the MQTT filter, then on the RocketMQ topic its first level names,
+// or on every topic for a wildcard first level.
+func (c *conn) authorizeSub(hooks *hook.Set, filter string) error {
+	if len(hooks.Authorizers) == 0 {
+		return nil
+	}
+	err := hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.MQTT(filter))
+	if first, _, _ := strings.Cut(filter, "/"); err == nil {
+		switch {
+		case first == "+" || first == "#":
+			// It reads from every topic.
+			err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.AllTopics)
+		case message.ValidateUserTopic(first) == nil:
+			err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.Topic(first))
+		}
+	}
+	return err
+}
+
 func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 	s, ss, v5 := c.s, c.ss, c.version == packet.Version5
 	ack := &packet.Suback{PacketID: p.PacketID, ReasonCodes: make([]packet.ReasonCode, len(p.Subscriptions))}
@@ -53,24 +73,12 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 			c.disconnect(packet.ProtocolError, "no local on a shared subscription")
 			return false
 		}
-		if len(hooks.Authorizers) > 0 {
-			err := hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.MQTT(sub.filter))
-			if first, _, _ := strings.Cut(sub.filter, "/"); err == nil {
-				switch {
-				case first == "+" || first == "#":
-					// It reads from every topic.
-					err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.AllTopics)
-				case message.ValidateUserTopic(first) == nil:
-					err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.Topic(first))
-				}
+		if err := c.authorizeSub(hooks, sub.filter); err != nil {
+			if v5 {
+				fail = packet.NotAuthorized
 			}
-			if err != nil {
-				if v5 {
-					fail = packet.NotAuthorized
-				}
-				ack.ReasonCodes[i] = fail
-				continue
-			}
+			ack.ReasonCodes[i] = fail
+			continue
 		}
 		ss.mu.Lock()
 		old := ss.subs[sub.raw]
@@ -146,28 +154,36 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 	return true
 }
 
+// dropSub ends the subscription raw of ss, c's session, as an
+// UNSUBSCRIBE does; false when the session has none.
+func (c *conn) dropSub(ss *session, raw string) bool {
+	s := c.s
+	ss.mu.Lock()
+	sub := ss.subs[raw]
+	delete(ss.subs, raw)
+	if sub != nil {
+		ss.saveLocked()
+	}
+	persist := ss.persist.Load()
+	ss.mu.Unlock()
+	if sub == nil {
+		return false
+	}
+	c.stopSub(raw)
+	s.releaseSubscription(ss, sub)
+	if persist {
+		s.st.Delete(offKey(ss.id, raw))
+		s.st.DeletePrefix("d/" + subKey(ss.id) + raw + "\x00")
+	}
+	return true
+}
+
 func (c *conn) handleUnsubscribe(p *packet.Unsubscribe) bool {
-	s, ss := c.s, c.ss
 	ack := &packet.Unsuback{PacketID: p.PacketID}
 	for _, f := range p.Filters {
-		ss.mu.Lock()
-		sub := ss.subs[f]
-		delete(ss.subs, f)
-		if sub != nil {
-			ss.saveLocked()
-		}
-		persist := ss.persist.Load()
-		ss.mu.Unlock()
 		code := packet.Success
-		if sub == nil {
+		if !c.dropSub(c.ss, f) {
 			code = packet.NoSubscriptionExisted
-		} else {
-			c.stopSub(f)
-			s.releaseSubscription(ss, sub)
-			if persist {
-				s.st.Delete(offKey(ss.id, f))
-				s.st.DeletePrefix("d/" + subKey(ss.id) + f + "\x00")
-			}
 		}
 		if c.version == packet.Version5 {
 			ack.ReasonCodes = append(ack.ReasonCodes, code)

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"encoding/base64"
-	"hash"
 	"net/netip"
 	"sync"
 
@@ -18,13 +17,7 @@ const Protocol = "remoting"
 
 // Addr returns the client's address of c, unmapped, or the zero AddrPort
 // when it does not parse.
-func Addr(c *server.Conn) netip.AddrPort {
-	ap, err := netip.ParseAddrPort(c.RemoteAddr())
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-}
+func Addr(c *server.Conn) netip.AddrPort { return c.AddrPort() }
 
 // Credentials returns the ACL credentials of req (the extFields
 // AccessKey, Signature and SecurityToken, and the content RocketMQ
@@ -84,7 +77,7 @@ func Sign(req *wire.Command, accessKey, secretKey string) {
 // a client that signs many. A Signer is used by one goroutine at a time.
 type Signer struct {
 	accessKey string
-	mac       hash.Hash
+	mac       *rmqauth.MAC
 	buf       []byte
 }
 
@@ -93,17 +86,11 @@ func NewSigner(accessKey, secretKey string) *Signer {
 	return &Signer{accessKey: accessKey, mac: rmqauth.NewMAC(secretKey)}
 }
 
-// Sign signs req.
+// Sign signs req. A send request whose header was given with
+// wire.Command.SetHeader is signed from the header's fields, without
+// building the map of extFields.
 func (s *Signer) Sign(req *wire.Command) {
-	req.LoadExtFields()
-	if req.ExtFields == nil {
-		req.ExtFields = map[string]string{}
-	}
-	delete(req.ExtFields, rmqauth.FieldSignature)
-	req.ExtFields[rmqauth.FieldAccessKey] = s.accessKey
-	s.buf = rmqauth.AppendRemotingContent(s.buf[:0], req.ExtFields, req.Body)
-	s.mac.Reset()
-	s.mac.Write(s.buf)
-	var sum [32]byte
-	req.ExtFields[rmqauth.FieldSignature] = base64.StdEncoding.EncodeToString(s.mac.Sum(sum[:0]))
+	req.SetExt(rmqauth.FieldAccessKey, s.accessKey)
+	s.buf = append(req.AppendExtValues(s.buf[:0], rmqauth.FieldSignature), req.Body...)
+	req.SetExt(rmqauth.FieldSignature, base64.StdEncoding.EncodeToString(s.mac.Sum(s.buf)))
 }

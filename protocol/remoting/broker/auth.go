@@ -43,7 +43,7 @@ type access struct {
 }
 
 // rule returns the actions req takes and the group it acts for.
-type rule func(b *Broker, req *wire.Command) ([]access, string, error)
+type rule func(b *Broker, req *wire.Command, dst []access) ([]access, string, error)
 
 // field returns the first non-empty extField of names.
 func field(req *wire.Command, names ...string) string {
@@ -57,24 +57,24 @@ func field(req *wire.Command, names ...string) string {
 
 // onTopic is a rule for a request naming its topic in an extField.
 func onTopic(a hook.Action, names ...string) rule {
-	return func(_ *Broker, req *wire.Command) ([]access, string, error) {
+	return func(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 		t := field(req, names...)
 		if t == "" {
 			return nil, "", fmt.Errorf("%w: %s names no topic", errInvalidRequest, req.RequestCode())
 		}
-		return []access{{a, hook.Topic(t)}}, "", nil
+		return append(dst, access{a, hook.Topic(t)}), "", nil
 	}
 }
 
 // onGroup is a rule for a request naming its group in an extField, and
 // perhaps a topic (optional) it acts on with the same action.
 func onGroup(a hook.Action, groupField, topicField string) rule {
-	return func(_ *Broker, req *wire.Command) ([]access, string, error) {
+	return func(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 		g := field(req, groupField)
 		if g == "" {
 			return nil, "", fmt.Errorf("%w: %s names no group", errInvalidRequest, req.RequestCode())
 		}
-		acc := []access{{a, hook.Group(g)}}
+		acc := append(dst, access{a, hook.Group(g)})
 		if topicField != "" {
 			if t := field(req, topicField); t != "" {
 				acc = append(acc, access{a, hook.Topic(t)})
@@ -87,53 +87,53 @@ func onGroup(a hook.Action, groupField, topicField string) rule {
 // optionalGroup is onGroup for a request whose group may be missing: it
 // is then only authenticated.
 func optionalGroup(a hook.Action, names ...string) rule {
-	return func(_ *Broker, req *wire.Command) ([]access, string, error) {
+	return func(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 		g := field(req, names...)
 		if g == "" {
 			return nil, "", nil
 		}
-		return []access{{a, hook.Group(g)}}, g, nil
+		return append(dst, access{a, hook.Group(g)}), g, nil
 	}
 }
 
 // onCluster is a rule for a request on the broker as a whole.
 func onCluster(a hook.Action) rule {
-	return func(b *Broker, _ *wire.Command) ([]access, string, error) {
-		return []access{{a, hook.Cluster(b.opts.ClusterName)}}, "", nil
+	return func(b *Broker, _ *wire.Command, dst []access) ([]access, string, error) {
+		return append(dst, access{a, hook.Cluster(b.opts.ClusterName)}), "", nil
 	}
 }
 
 // sendRule: Pub on the topic; a send to a retry topic is a consumer's
 // send-back, Sub on its group, as RocketMQ's ACL has it.
-func sendRule(_ *Broker, req *wire.Command) ([]access, string, error) {
+func sendRule(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 	t := field(req, "topic", "b")
 	if t == "" {
 		return nil, "", fmt.Errorf("%w: %s names no topic", errInvalidRequest, req.RequestCode())
 	}
 	if g, ok := strings.CutPrefix(t, message.RetryTopicPrefix); ok {
-		return []access{{hook.ActionSub, hook.Group(g)}}, g, nil
+		return append(dst, access{hook.ActionSub, hook.Group(g)}), g, nil
 	}
-	return []access{{hook.ActionPub, hook.Topic(t)}}, field(req, "producerGroup", "a"), nil
+	return append(dst, access{hook.ActionPub, hook.Topic(t)}), field(req, "producerGroup", "a"), nil
 }
 
 // pullRule: Sub on the topic and on the group.
-func pullRule(_ *Broker, req *wire.Command) ([]access, string, error) {
+func pullRule(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 	t, g := field(req, "topic"), field(req, "consumerGroup")
 	if t == "" || g == "" {
 		return nil, "", fmt.Errorf("%w: %s needs topic and consumerGroup", errInvalidRequest, req.RequestCode())
 	}
-	return []access{{hook.ActionSub, hook.Topic(t)}, {hook.ActionSub, hook.Group(g)}}, g, nil
+	return append(dst, access{hook.ActionSub, hook.Topic(t)}, access{hook.ActionSub, hook.Group(g)}), g, nil
 }
 
 // heartbeatRule: Sub on each consumer group of the heartbeat and on each
 // topic it subscribes to (retry topics count as their group). Producer
 // groups need nothing: their sends are checked.
-func heartbeatRule(_ *Broker, req *wire.Command) ([]access, string, error) {
+func heartbeatRule(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 	var hb wire.HeartbeatData
 	if err := wire.DecodeJSONBody(req.Body, &hb); err != nil {
 		return nil, "", fmt.Errorf("broker: %s: %w", req.RequestCode(), err)
 	}
-	var acc []access
+	acc := dst
 	group := ""
 	for _, c := range hb.ConsumerDataSet {
 		acc = append(acc, access{hook.ActionSub, hook.Group(c.GroupName)})
@@ -152,22 +152,22 @@ func heartbeatRule(_ *Broker, req *wire.Command) ([]access, string, error) {
 }
 
 // lockRule: Sub on the group of a lock or unlock.
-func lockRule(_ *Broker, req *wire.Command) ([]access, string, error) {
+func lockRule(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 	var body wire.LockBatchRequestBody
 	if err := decodeLockBody(req, &body); err != nil {
 		return nil, "", err
 	}
-	return []access{{hook.ActionSub, hook.Group(body.ConsumerGroup)}}, body.ConsumerGroup, nil
+	return append(dst, access{hook.ActionSub, hook.Group(body.ConsumerGroup)}), body.ConsumerGroup, nil
 }
 
 // clientConfigRule: Sub on the group a client checks its subscription
 // with.
-func clientConfigRule(_ *Broker, req *wire.Command) ([]access, string, error) {
+func clientConfigRule(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 	var body CheckClientRequestBody
 	if err := wire.DecodeJSONBody(req.Body, &body); err != nil {
 		return nil, "", fmt.Errorf("broker: %s: %w", req.RequestCode(), err)
 	}
-	acc := []access{{hook.ActionSub, hook.Group(body.Group)}}
+	acc := append(dst, access{hook.ActionSub, hook.Group(body.Group)})
 	if t := body.SubscriptionData.Topic; t != "" {
 		acc = append(acc, access{hook.ActionSub, hook.Topic(t)})
 	}
@@ -175,21 +175,21 @@ func clientConfigRule(_ *Broker, req *wire.Command) ([]access, string, error) {
 }
 
 // createGroupRule: Create on the group a subscription-group config names.
-func createGroupRule(_ *Broker, req *wire.Command) ([]access, string, error) {
+func createGroupRule(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 	var cfg struct {
 		GroupName string `json:"groupName"`
 	}
 	if err := wire.DecodeJSONBody(req.Body, &cfg); err != nil {
 		return nil, "", fmt.Errorf("broker: %s: %w", req.RequestCode(), err)
 	}
-	return []access{{hook.ActionCreate, hook.Group(cfg.GroupName)}}, cfg.GroupName, nil
+	return append(dst, access{hook.ActionCreate, hook.Group(cfg.GroupName)}), cfg.GroupName, nil
 }
 
 // endTransactionRule: Pub on the producer group's behalf; the topic was
 // checked when the half message was sent.
-func endTransactionRule(_ *Broker, req *wire.Command) ([]access, string, error) {
+func endTransactionRule(_ *Broker, req *wire.Command, dst []access) ([]access, string, error) {
 	g := field(req, "producerGroup")
-	return []access{{hook.ActionPub, hook.Group(g)}}, g, nil
+	return append(dst, access{hook.ActionPub, hook.Group(g)}), g, nil
 }
 
 // rules maps every request code the broker serves to what it does.
@@ -293,6 +293,14 @@ func (b *Broker) hooksMayWait(kind server.Kind) bool {
 	return false
 }
 
+// guardState is what guard needs per request, in one allocation: the
+// context carrying the hook.Client, and room for the accesses of a send
+// or a pull.
+type guardState struct {
+	hook.ClientContext
+	acc [2]access
+}
+
 // guard wraps f with authentication, authorization and the hook.Client,
 // or returns f itself when the engine has no hook.
 func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.HandlerFunc {
@@ -306,18 +314,21 @@ func (b *Broker) guard(code wire.RequestCode, f server.HandlerFunc) server.Handl
 	}
 	guarded, fields := set.Guarded(), set.NeedsFields()
 	return func(ctx context.Context, c *server.Conn, req *wire.Command) *wire.Command {
-		cl := &hook.Client{Protocol: Protocol, Addr: bornHost(c)}
+		addr := bornHost(c)
+		st := &guardState{}
+		st.Context, st.Client = ctx, hook.Client{Protocol: Protocol, Addr: addr}
+		cl := &st.Client
 		if id, ok := c.Get(attrClientID); ok {
 			cl.ID, _ = id.(string)
 		}
-		ctx = hook.NewContext(ctx, cl) // Authorizers read the client's address from it
+		ctx = &st.ClientContext // Authorizers read the client's address from it
 		if guarded {
-			acc, group, err := r(b, req)
+			acc, group, err := r(b, req, st.acc[:0])
 			if err != nil {
 				return errorResponse(req, err)
 			}
 			cl.Group = group
-			cr := auth.Credentials(req, bornHost(c), fields)
+			cr := auth.Credentials(req, addr, fields)
 			p, err := set.Authenticate(ctx, cr)
 			auth.Release(cr)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -250,6 +251,9 @@ func retryAccept(err error) bool {
 
 func (s *Server) accept(nc net.Conn) {
 	c := &Conn{srv: s, id: s.nextID.Add(1), addr: nc.RemoteAddr().String(), ready: make(chan struct{})}
+	if ap, err := netip.ParseAddrPort(c.addr); err == nil {
+		c.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
 	c.touch()
 	s.mu.Lock()
 	if s.closed {
@@ -387,7 +391,8 @@ type Conn struct {
 	ready  chan struct{} // closed once p is set
 	id     uint64
 	addr   string
-	active atomic.Bool // a request came since the idle watcher last looked
+	ap     netip.AddrPort // addr parsed, unmapped; zero when it does not parse
+	active atomic.Bool    // a request came since the idle watcher last looked
 
 	mu    sync.Mutex
 	attrs map[string]any
@@ -412,6 +417,10 @@ func (c *Conn) ID() uint64 { return c.id }
 
 // RemoteAddr returns the client's address, "ip:port".
 func (c *Conn) RemoteAddr() string { return c.addr }
+
+// AddrPort returns the client's address, an IPv4-mapped one unmapped, or
+// the zero AddrPort when RemoteAddr does not parse as one.
+func (c *Conn) AddrPort() netip.AddrPort { return c.ap }
 
 // Invoke sends a request to the client and waits for its answer.
 func (c *Conn) Invoke(ctx context.Context, req *wire.Command) (*wire.Command, error) {

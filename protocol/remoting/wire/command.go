@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -149,8 +150,10 @@ type Command struct {
 	// frame is the buffer a Reader decoded the command from.
 	frame []byte
 	// hdr holds the fields SetHeader gave, until LoadExtFields puts them
-	// into ExtFields.
-	hdr Header
+	// into ExtFields; hdrExt the fields SetExt set besides them, sorted
+	// by key.
+	hdr    Header
+	hdrExt []field
 }
 
 // IsResponse reports whether FlagResponse is set.
@@ -198,8 +201,19 @@ func ResponseTo(req *Command, code ResponseCode, remark string) Command {
 	}
 }
 
-// SetExt sets one extFields entry, allocating the map if needed.
+// SetExt sets one extFields entry, allocating the map if needed. On a
+// command whose fields SetHeader gave, it keeps the entry beside them
+// without building the map.
 func (c *Command) SetExt(key, value string) {
+	if c.hdr != nil && c.ExtFields == nil {
+		i, found := slices.BinarySearchFunc(c.hdrExt, key, func(f field, k string) int { return strings.Compare(f.key, k) })
+		if found {
+			c.hdrExt[i].value = value
+		} else {
+			c.hdrExt = slices.Insert(c.hdrExt, i, field{key, value})
+		}
+		return
+	}
 	c.LoadExtFields()
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string, 8)

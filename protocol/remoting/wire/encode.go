@@ -140,8 +140,9 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = appendJSONString(dst, c.Remark)
 	if h, ok := c.hdr.(jsonFieldsAppender); ok {
 		dst = append(dst, `,"extFields":{`...)
-		dst = h.appendJSONFields(dst)
-		dst = append(dst, '}')
+		w := fieldWriter{dst: dst, start: len(dst), extra: c.hdrExt}
+		h.appendFields(&w)
+		dst = append(w.end(), '}')
 	} else if len(c.ExtFields) > 0 {
 		dst = append(dst, `,"extFields":{`...)
 		var buf [32]field
@@ -159,49 +160,114 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	return dst
 }
 
-// appendField appends one extFields entry as appendJSONHeader writes it,
-// after a comma unless dst is no longer than start (the first entry).
-func appendField(dst []byte, start int, key, value string) []byte {
-	if len(dst) > start {
-		dst = append(dst, ',')
-	}
-	dst = appendJSONString(dst, key)
-	dst = append(dst, ':')
-	return appendJSONString(dst, value)
+// fieldWriter writes the fields of a header given with SetHeader, which
+// its appendFields passes in key order: as the entries of the JSON
+// extFields object (sorted, comma-separated, without the braces), or,
+// with values set, as their values alone, what RocketMQ's ACL signs.
+// The command's extra fields (SetExt on such a command) are merged in
+// where their keys sort, and replace a header field of the same key.
+type fieldWriter struct {
+	dst    []byte
+	start  int
+	values bool    // write values only
+	skip   string  // with values: a key left out
+	extra  []field // sorted by key, not yet written
 }
 
-// appendOptField is appendField for a field left out when empty.
-func appendOptField(dst []byte, start int, key, value string) []byte {
-	if value == "" {
-		return dst
+// next writes the extra fields that sort before k, then reports whether
+// the header's field k is to be written (no extra field replaces it, it
+// is not skipped), having written its separator and key.
+func (w *fieldWriter) next(k string) bool {
+	for len(w.extra) > 0 && w.extra[0].key <= k {
+		e := w.extra[0]
+		w.extra = w.extra[1:]
+		w.entry(e.key, e.value)
+		if e.key == k {
+			return false
+		}
 	}
-	return appendField(dst, start, key, value)
+	return w.key(k)
 }
 
-// appendIntField is appendField for a decimal value; key must need no
-// escaping.
-func appendIntField(dst []byte, start int, key string, v int64) []byte {
-	if len(dst) > start {
-		dst = append(dst, ',')
+// key writes the separator and k, or nothing with values; it reports
+// whether k's value is to be written.
+func (w *fieldWriter) key(k string) bool {
+	if w.values {
+		return k != w.skip
 	}
-	dst = append(dst, '"')
-	dst = append(dst, key...)
-	dst = append(dst, `":"`...)
-	dst = strconv.AppendInt(dst, v, 10)
-	return append(dst, '"')
+	if len(w.dst) > w.start {
+		w.dst = append(w.dst, ',')
+	}
+	w.dst = appendJSONString(w.dst, k)
+	w.dst = append(w.dst, ':')
+	return true
 }
 
-// appendBoolField is appendField for "true" or "false"; key must need no
-// escaping.
-func appendBoolField(dst []byte, start int, key string, v bool) []byte {
-	if len(dst) > start {
-		dst = append(dst, ',')
+func (w *fieldWriter) entry(k, v string) {
+	if !w.key(k) {
+		return
 	}
-	dst = append(dst, '"')
-	dst = append(dst, key...)
-	dst = append(dst, `":"`...)
-	dst = strconv.AppendBool(dst, v)
-	return append(dst, '"')
+	if w.values {
+		w.dst = append(w.dst, v...)
+		return
+	}
+	w.dst = appendJSONString(w.dst, v)
+}
+
+// str writes a string field.
+func (w *fieldWriter) str(k, v string) {
+	if !w.next(k) {
+		return
+	}
+	if w.values {
+		w.dst = append(w.dst, v...)
+		return
+	}
+	w.dst = appendJSONString(w.dst, v)
+}
+
+// opt writes a string field left out when empty.
+func (w *fieldWriter) opt(k, v string) {
+	if v != "" {
+		w.str(k, v)
+	}
+}
+
+// int writes a decimal field.
+func (w *fieldWriter) int(k string, v int64) {
+	if !w.next(k) {
+		return
+	}
+	if !w.values {
+		w.dst = append(w.dst, '"')
+	}
+	w.dst = strconv.AppendInt(w.dst, v, 10)
+	if !w.values {
+		w.dst = append(w.dst, '"')
+	}
+}
+
+// bool writes "true" or "false".
+func (w *fieldWriter) bool(k string, v bool) {
+	if !w.next(k) {
+		return
+	}
+	if !w.values {
+		w.dst = append(w.dst, '"')
+	}
+	w.dst = strconv.AppendBool(w.dst, v)
+	if !w.values {
+		w.dst = append(w.dst, '"')
+	}
+}
+
+// end writes the extra fields left and returns the buffer.
+func (w *fieldWriter) end() []byte {
+	for _, e := range w.extra {
+		w.entry(e.key, e.value)
+	}
+	w.extra = nil
+	return w.dst
 }
 
 const hexDigits = "0123456789abcdef"

@@ -16,6 +16,10 @@ func (c *Command) LoadExtFields() {
 	if h := c.hdr; h != nil {
 		c.hdr = nil
 		c.EncodeHeader(h)
+		for _, f := range c.hdrExt {
+			c.ExtFields[f.key] = f.value
+		}
+		c.hdrExt = nil
 	}
 	if c.ext == nil {
 		return
@@ -41,12 +45,10 @@ func (c *Command) takePairs() *pairBuffer {
 }
 
 // jsonFieldsAppender is implemented by the headers whose fields SetHeader
-// can keep out of the map: appendJSONFields appends them as AppendTo
-// writes the entries of ExtFields (sorted, comma-separated, without the
-// braces).
+// can keep out of the map: appendFields writes them to w in key order.
 type jsonFieldsAppender interface {
 	Header
-	appendJSONFields(dst []byte) []byte
+	appendFields(w *fieldWriter)
 }
 
 // SetHeader makes h's fields the command's extFields without building
@@ -55,9 +57,12 @@ type jsonFieldsAppender interface {
 // applies to the headers of send requests and of send and pull responses
 // on a command without ExtFields; otherwise it is EncodeHeader. h must
 // not change until the command is encoded; ExtFields stays nil until
-// LoadExtFields.
+// LoadExtFields. Given the header it already has, whose fields changed,
+// the command keeps it, and the fields SetExt added besides it. SetExt
+// and AppendExtValues work on such a command without building the map:
+// a client signs a send request that way.
 func (c *Command) SetHeader(h Header) {
-	if a, ok := h.(jsonFieldsAppender); ok && c.ExtFields == nil && c.hdr == nil {
+	if a, ok := h.(jsonFieldsAppender); ok && c.ExtFields == nil && (c.hdr == nil || c.hdr == h) {
 		c.hdr = a
 		return
 	}
@@ -268,6 +273,11 @@ func (c *Command) extField(key string, name bool) string {
 // order of their keys, to dst: what RocketMQ's ACL signs before the body.
 // Deferred fields are read in place, without loading them.
 func (c *Command) AppendExtValues(dst []byte, skip string) []byte {
+	if h, ok := c.hdr.(jsonFieldsAppender); ok && c.ExtFields == nil {
+		w := fieldWriter{dst: dst, values: true, skip: skip, extra: c.hdrExt}
+		h.appendFields(&w)
+		return w.end()
+	}
 	if c.hdr != nil || (c.ext != nil && c.pairs == nil) || (c.pairs != nil && len(c.ExtFields) > 0) {
 		c.LoadExtFields()
 	}
@@ -285,9 +295,24 @@ func (c *Command) AppendExtValues(dst []byte, skip string) []byte {
 		}
 		return dst
 	}
+	// The Go client (encoding/json) and Karman's write the entries in key
+	// order, each key once: their values are appended as they come.
+	ps := c.pairs.pairs[:c.pairs.n]
+	ordered := true
+	for i := 1; i < len(ps) && ordered; i++ {
+		ordered = bytes.Compare(ps[i-1].key, ps[i].key) < 0
+	}
+	if ordered {
+		for _, e := range ps {
+			if string(e.key) != skip {
+				dst = append(dst, e.val...)
+			}
+		}
+		return dst
+	}
 	var arr [maxExtFields]extPair
 	pairs := arr[:0]
-	for _, e := range c.pairs.pairs[:c.pairs.n] {
+	for _, e := range ps {
 		if string(e.key) == skip {
 			continue
 		}

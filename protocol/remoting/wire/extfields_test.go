@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -210,11 +211,65 @@ func TestSetHeader(t *testing.T) {
 			}
 		}
 	}
-	// Entries added after SetHeader are kept.
+	// Entries added after SetHeader are kept, beside the header until
+	// the map is loaded.
 	c := &Command{}
 	c.SetHeader(&PullMessageResponseHeader{MaxOffset: 3})
 	c.SetExt("x", "y")
-	if c.ExtFields["maxOffset"] != "3" || c.ExtFields["x"] != "y" {
+	if c.ExtFields != nil {
+		t.Fatalf("SetExt built the map: %v", c.ExtFields)
+	}
+	if c.ExtField("x") != "y" || c.ExtFields["maxOffset"] != "3" || c.ExtFields["x"] != "y" {
 		t.Fatalf("%v", c.ExtFields)
+	}
+}
+
+// TestSetHeaderExt checks that entries SetExt adds to a command whose
+// fields SetHeader gave (the AccessKey and Signature of a signed send,
+// entries replacing a header field, entries sorting anywhere) encode,
+// load and sign as the same entries of a map would, and that SetHeader
+// given the same header again keeps them.
+func TestSetHeaderExt(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	keys := []string{"AccessKey", "Signature", "SecurityToken", "a", "batch", "bname", "queueId", "queueIdz", "topic", "zz", "", "m", "n", "q\"u", "é"}
+	for i := range 2000 {
+		var h Header
+		switch i % 3 {
+		case 0:
+			h = &SendMessageRequestHeader{ProducerGroup: "g", Topic: "t", QueueID: int32(rnd.IntN(8)), BornTimestamp: rnd.Int64(), Properties: "UNIQ_KEY\x01k\x02", BrokerName: "b"}
+		case 1:
+			h = &SendMessageRequestHeaderV2{SendMessageRequestHeader{ProducerGroup: "g", Topic: "t", MaxReconsumeTimes: new(int32(3))}}
+		default:
+			h = &PullMessageResponseHeader{MaxOffset: rnd.Int64N(100)}
+		}
+		lazy := &Command{Code: 10, Opaque: 1, Body: []byte("body")}
+		lazy.SetHeader(h)
+		eager := &Command{Code: 10, Opaque: 1, Body: []byte("body")}
+		eager.EncodeHeader(h)
+		for range rnd.IntN(5) {
+			k, v := keys[rnd.IntN(len(keys))], strconv.Itoa(rnd.IntN(100))
+			lazy.SetExt(k, v)
+			eager.SetExt(k, v)
+		}
+		if rnd.IntN(2) == 0 {
+			lazy.SetHeader(h) // the same header again: the entries stay
+		}
+		if lazy.ExtFields != nil {
+			t.Fatalf("%T: SetExt built the map", h)
+		}
+		skip := keys[rnd.IntN(len(keys))]
+		if got, want := lazy.AppendExtValues(nil, skip), eager.AppendExtValues(nil, skip); !bytes.Equal(got, want) {
+			t.Fatalf("%T: values but %q\n%q\nwant\n%q", h, skip, got, want)
+		}
+		for _, typ := range []SerializeType{JSON, RocketMQ} {
+			want, err1 := eager.AppendTo(nil, typ)
+			got, err2 := lazy.AppendTo(nil, typ)
+			if err1 != nil || err2 != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%T %v: encodes\n%q\nwant\n%q", h, typ, got, want)
+			}
+		}
+		if lazy.LoadExtFields(); !maps.Equal(lazy.ExtFields, eager.ExtFields) {
+			t.Fatalf("%T: loaded %v, want %v", h, lazy.ExtFields, eager.ExtFields)
+		}
 	}
 }

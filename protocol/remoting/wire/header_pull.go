@@ -107,12 +107,11 @@ func (h *PullMessageResponseHeader) EncodeFields(ext map[string]string) {
 	putI64(ext, "maxOffset", h.MaxOffset)
 }
 
-// appendJSONFields implements jsonFieldsAppender: the fields EncodeFields
+// appendFields implements jsonFieldsAppender: the fields EncodeFields
 // writes, in key order.
-func (h *PullMessageResponseHeader) appendJSONFields(dst []byte) []byte {
-	n := len(dst)
-	dst = appendIntField(dst, n, "maxOffset", h.MaxOffset)
-	dst = appendIntField(dst, n, "minOffset", h.MinOffset)
-	dst = appendIntField(dst, n, "nextBeginOffset", h.NextBeginOffset)
-	return appendIntField(dst, n, "suggestWhichBrokerId", h.SuggestWhichBrokerID)
+func (h *PullMessageResponseHeader) appendFields(w *fieldWriter) {
+	w.int("maxOffset", h.MaxOffset)
+	w.int("minOffset", h.MinOffset)
+	w.int("nextBeginOffset", h.NextBeginOffset)
+	w.int("suggestWhichBrokerId", h.SuggestWhichBrokerID)
 }

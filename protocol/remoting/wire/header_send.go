@@ -92,26 +92,25 @@ func (h *SendMessageRequestHeader) encode(ext map[string]string, n *sendNames) {
 	putOpt(ext, n.brokerName, h.BrokerName)
 }
 
-// appendJSONFields implements jsonFieldsAppender with the V1 names: the
+// appendFields implements jsonFieldsAppender with the V1 names: the
 // fields EncodeFields writes, in key order.
-func (h *SendMessageRequestHeader) appendJSONFields(dst []byte) []byte {
-	n := len(dst)
-	dst = appendBoolField(dst, n, "batch", h.Batch)
-	dst = appendOptField(dst, n, "bname", h.BrokerName)
-	dst = appendIntField(dst, n, "bornTimestamp", h.BornTimestamp)
-	dst = appendField(dst, n, "defaultTopic", h.DefaultTopic)
-	dst = appendIntField(dst, n, "defaultTopicQueueNums", int64(h.DefaultTopicQueueNums))
-	dst = appendIntField(dst, n, "flag", int64(h.Flag))
+func (h *SendMessageRequestHeader) appendFields(w *fieldWriter) {
+	w.bool("batch", h.Batch)
+	w.opt("bname", h.BrokerName)
+	w.int("bornTimestamp", h.BornTimestamp)
+	w.str("defaultTopic", h.DefaultTopic)
+	w.int("defaultTopicQueueNums", int64(h.DefaultTopicQueueNums))
+	w.int("flag", int64(h.Flag))
 	if h.MaxReconsumeTimes != nil {
-		dst = appendIntField(dst, n, "maxReconsumeTimes", int64(*h.MaxReconsumeTimes))
+		w.int("maxReconsumeTimes", int64(*h.MaxReconsumeTimes))
 	}
-	dst = appendField(dst, n, "producerGroup", h.ProducerGroup)
-	dst = appendField(dst, n, "properties", h.Properties)
-	dst = appendIntField(dst, n, "queueId", int64(h.QueueID))
-	dst = appendIntField(dst, n, "reconsumeTimes", int64(h.ReconsumeTimes))
-	dst = appendIntField(dst, n, "sysFlag", int64(h.SysFlag))
-	dst = appendField(dst, n, "topic", h.Topic)
-	return appendBoolField(dst, n, "unitMode", h.UnitMode)
+	w.str("producerGroup", h.ProducerGroup)
+	w.str("properties", h.Properties)
+	w.int("queueId", int64(h.QueueID))
+	w.int("reconsumeTimes", int64(h.ReconsumeTimes))
+	w.int("sysFlag", int64(h.SysFlag))
+	w.str("topic", h.Topic)
+	w.bool("unitMode", h.UnitMode)
 }
 
 // SendMessageRequestHeaderV2 encodes a SendMessageRequestHeader with the
@@ -126,25 +125,24 @@ func (h *SendMessageRequestHeaderV2) EncodeFields(ext map[string]string) {
 	h.encode(ext, &sendV2Names)
 }
 
-// appendJSONFields implements jsonFieldsAppender with the V2 names.
-func (h *SendMessageRequestHeaderV2) appendJSONFields(dst []byte) []byte {
-	n := len(dst)
-	dst = appendField(dst, n, "a", h.ProducerGroup)
-	dst = appendField(dst, n, "b", h.Topic)
-	dst = appendField(dst, n, "c", h.DefaultTopic)
-	dst = appendIntField(dst, n, "d", int64(h.DefaultTopicQueueNums))
-	dst = appendIntField(dst, n, "e", int64(h.QueueID))
-	dst = appendIntField(dst, n, "f", int64(h.SysFlag))
-	dst = appendIntField(dst, n, "g", h.BornTimestamp)
-	dst = appendIntField(dst, n, "h", int64(h.Flag))
-	dst = appendField(dst, n, "i", h.Properties)
-	dst = appendIntField(dst, n, "j", int64(h.ReconsumeTimes))
-	dst = appendBoolField(dst, n, "k", h.UnitMode)
+// appendFields implements jsonFieldsAppender with the V2 names.
+func (h *SendMessageRequestHeaderV2) appendFields(w *fieldWriter) {
+	w.str("a", h.ProducerGroup)
+	w.str("b", h.Topic)
+	w.str("c", h.DefaultTopic)
+	w.int("d", int64(h.DefaultTopicQueueNums))
+	w.int("e", int64(h.QueueID))
+	w.int("f", int64(h.SysFlag))
+	w.int("g", h.BornTimestamp)
+	w.int("h", int64(h.Flag))
+	w.str("i", h.Properties)
+	w.int("j", int64(h.ReconsumeTimes))
+	w.bool("k", h.UnitMode)
 	if h.MaxReconsumeTimes != nil {
-		dst = appendIntField(dst, n, "l", int64(*h.MaxReconsumeTimes))
+		w.int("l", int64(*h.MaxReconsumeTimes))
 	}
-	dst = appendBoolField(dst, n, "m", h.Batch)
-	return appendOptField(dst, n, "n", h.BrokerName)
+	w.bool("m", h.Batch)
+	w.opt("n", h.BrokerName)
 }
 
 // SendMessageResponseHeader is the header of a successful send response.
@@ -190,15 +188,14 @@ func (h *SendMessageResponseHeader) EncodeFields(ext map[string]string) {
 	putOpt(ext, "TRACE_ON", h.TraceOn)
 }
 
-// appendJSONFields implements jsonFieldsAppender: the fields EncodeFields
+// appendFields implements jsonFieldsAppender: the fields EncodeFields
 // writes, in key order.
-func (h *SendMessageResponseHeader) appendJSONFields(dst []byte) []byte {
-	n := len(dst)
-	dst = appendOptField(dst, n, "MSG_REGION", h.MsgRegion)
-	dst = appendOptField(dst, n, "TRACE_ON", h.TraceOn)
-	dst = appendOptField(dst, n, "batchUniqId", h.BatchUniqID)
-	dst = appendField(dst, n, "msgId", h.MsgID)
-	dst = appendIntField(dst, n, "queueId", int64(h.QueueID))
-	dst = appendIntField(dst, n, "queueOffset", h.QueueOffset)
-	return appendOptField(dst, n, "transactionId", h.TransactionID)
+func (h *SendMessageResponseHeader) appendFields(w *fieldWriter) {
+	w.opt("MSG_REGION", h.MsgRegion)
+	w.opt("TRACE_ON", h.TraceOn)
+	w.opt("batchUniqId", h.BatchUniqID)
+	w.str("msgId", h.MsgID)
+	w.int("queueId", int64(h.QueueID))
+	w.int("queueOffset", h.QueueOffset)
+	w.opt("transactionId", h.TransactionID)
 }

@@ -1,0 +1,63 @@
+package auth
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/karmanmq/karman/engine/hook/rmqauth"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
+)
+
+// TestSignerSetHeader checks that a send request whose header was given
+// with SetHeader is signed as the same request with its fields in the
+// map, keeps its header out of the map, and verifies on the broker's
+// side once encoded and decoded, deferred or not; signed again after its
+// header changed, it verifies again.
+func TestSignerSetHeader(t *testing.T) {
+	const ak, sk = "app", "app-secret"
+	h := &wire.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "orders", QueueID: 3,
+		BornTimestamp: 1700000000000, Properties: "UNIQ_KEY\x01abc\x02", BrokerName: "broker-a"}
+	s := NewSigner(ak, sk)
+	lazy := wire.NewRequest(wire.SendMessage, nil)
+	lazy.Body = []byte("hello")
+	for _, queue := range []int32{3, 5} {
+		h.QueueID = queue
+		lazy.SetHeader(h)
+		s.Sign(lazy)
+		if lazy.ExtFields != nil {
+			t.Fatalf("queue %d: signing built the map %v", queue, lazy.ExtFields)
+		}
+		eager := wire.NewRequest(wire.SendMessage, nil)
+		eager.Body = lazy.Body
+		eager.EncodeHeader(h)
+		Sign(eager, ak, sk)
+		want := rmqauth.SignRemoting(rmqauth.RemotingContent(eager.ExtFields, eager.Body), sk)
+		if got := eager.ExtFields[rmqauth.FieldSignature]; got != want {
+			t.Fatalf("queue %d: map signed %q, want %q", queue, got, want)
+		}
+		frame, err := lazy.AppendTo(nil, wire.JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec, err := wire.DecodeFrame(frame); err != nil || dec.ExtFields[rmqauth.FieldSignature] != want {
+			t.Fatalf("queue %d: sent %v (%v), want signature %q", queue, dec.ExtFields, err, want)
+		}
+		for _, deferred := range []bool{false, true} {
+			req, err := wire.DecodeOptions{DeferExtFields: deferred}.DecodeFrame(frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr := Credentials(req, netip.AddrPort{}, false)
+			if cr.AccessKey != ak {
+				t.Fatalf("access key %q", cr.AccessKey)
+			}
+			if err := rmqauth.Verify(cr, sk); err != nil {
+				t.Fatalf("queue %d deferred %v: %v", queue, deferred, err)
+			}
+			if err := rmqauth.Verify(cr, "other-secret"); err == nil {
+				t.Fatal("verified with another secret")
+			}
+			Release(cr)
+		}
+	}
+}
