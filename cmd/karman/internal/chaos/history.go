@@ -1,0 +1,141 @@
+package chaos
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Send is one send of the workload, acknowledged or not.
+type Send struct {
+	Key   string
+	Seq   int
+	Group string // the broker group the message was addressed to
+	Queue int
+	// Acked reports whether the broker answered SEND_OK.
+	Acked      bool
+	Start, End time.Time
+}
+
+// Delivery is one delivery of a message to the workload's consumer.
+type Delivery struct {
+	Key    string
+	Seq    int
+	Group  string
+	Queue  int
+	Offset int64 // the queue offset the message was stored at
+	At     time.Time
+}
+
+// Verdict is what a history shows.
+type Verdict struct {
+	Acked  int `json:"acked"`
+	Failed int `json:"failed"` // sends not acknowledged (errors and timeouts)
+	// Consumed counts distinct messages delivered at least once.
+	Consumed int `json:"consumed"`
+	// Lost counts acknowledged messages never delivered.
+	Lost int `json:"lost"`
+	// Duplicated counts messages delivered more than once.
+	Duplicated int `json:"duplicated"`
+	// OrderViolations counts, per key, the places where a queue holds an
+	// acknowledged message of the key before one sent earlier.
+	OrderViolations int `json:"order_violations"`
+	// UnackedConsumed counts messages whose send failed or timed out but
+	// which were stored anyway (allowed: the client cannot tell).
+	UnackedConsumed int `json:"unacked_consumed"`
+}
+
+type msgID struct {
+	key string
+	seq int
+}
+
+// Check judges a history as OpenChaos does: every acknowledged message
+// must be delivered (lost otherwise); a message delivered more than once
+// is duplicated; and the acknowledged messages of one key, which all go
+// to one queue, must be stored in the order they were sent. The order is
+// that of the queue offsets the consumer saw, the order an orderly
+// consumer would deliver them in, so concurrent consumption on the
+// client does not count as a violation.
+func Check(sends []Send, deliveries []Delivery) Verdict {
+	var v Verdict
+	acked := map[msgID]bool{}
+	for _, s := range sends {
+		id := msgID{s.Key, s.Seq}
+		if s.Acked {
+			acked[id] = true
+		} else if !acked[id] {
+			acked[id] = false
+		}
+	}
+	for _, ok := range acked {
+		if ok {
+			v.Acked++
+		} else {
+			v.Failed++
+		}
+	}
+	count := map[msgID]int{}
+	// first is each message's first delivery: where the queue holds it.
+	first := map[msgID]Delivery{}
+	for _, d := range deliveries {
+		id := msgID{d.Key, d.Seq}
+		if count[id] == 0 {
+			first[id] = d
+		}
+		count[id]++
+	}
+	for id, n := range count {
+		v.Consumed++
+		if n > 1 {
+			v.Duplicated++
+		}
+		if ok, sent := acked[id]; !ok && sent {
+			v.UnackedConsumed++
+		}
+	}
+	for id, ok := range acked {
+		if ok && count[id] == 0 {
+			v.Lost++
+		}
+	}
+	type place struct {
+		group  string
+		queue  int
+		offset int64
+		at     time.Time
+		seq    int
+	}
+	byKey := map[string][]place{}
+	for id, d := range first {
+		if !acked[id] {
+			continue
+		}
+		byKey[id.key] = append(byKey[id.key], place{d.Group, d.Queue, d.Offset, d.At, id.seq})
+	}
+	for _, ps := range byKey {
+		slices.SortFunc(ps, func(a, b place) int {
+			return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.queue, b.queue),
+				cmp.Compare(a.offset, b.offset), a.at.Compare(b.at), cmp.Compare(a.seq, b.seq))
+		})
+		for i := 1; i < len(ps); i++ {
+			same := ps[i].group == ps[i-1].group && ps[i].queue == ps[i-1].queue
+			if same && ps[i].seq < ps[i-1].seq {
+				v.OrderViolations++
+			}
+		}
+	}
+	return v
+}
+
+// FirstAck returns the end of the first acknowledged send to group that
+// started at or after t, and whether there is one.
+func FirstAck(sends []Send, group string, t time.Time) (time.Time, bool) {
+	var best time.Time
+	for _, s := range sends {
+		if s.Acked && s.Group == group && !s.Start.Before(t) && (best.IsZero() || s.End.Before(best)) {
+			best = s.End
+		}
+	}
+	return best, !best.IsZero()
+}
