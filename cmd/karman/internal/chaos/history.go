@@ -2,7 +2,12 @@ package chaos
 
 import (
 	"cmp"
+	"encoding/binary"
+	"encoding/hex"
+	"net"
+	"net/netip"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -13,7 +18,10 @@ type Send struct {
 	Group string // the broker group the message was addressed to
 	Queue int
 	// Acked reports whether the broker answered SEND_OK.
-	Acked      bool
+	Acked bool
+	// By is the address of the member that stored an acknowledged
+	// message, from its offset message id ("" when unknown).
+	By         string
 	Start, End time.Time
 }
 
@@ -129,13 +137,55 @@ func Check(sends []Send, deliveries []Delivery) Verdict {
 }
 
 // FirstAck returns the end of the first acknowledged send to group that
-// started at or after t, and whether there is one.
-func FirstAck(sends []Send, group string, t time.Time) (time.Time, bool) {
+// started at or after t and was stored by a member other than not, and
+// whether there is one.
+func FirstAck(sends []Send, group string, t time.Time, not string) (time.Time, bool) {
 	var best time.Time
 	for _, s := range sends {
-		if s.Acked && s.Group == group && !s.Start.Before(t) && (best.IsZero() || s.End.Before(best)) {
+		if s.Acked && s.Group == group && !s.Start.Before(t) && (not == "" || s.By != not) && (best.IsZero() || s.End.Before(best)) {
 			best = s.End
 		}
 	}
 	return best, !best.IsZero()
+}
+
+// AcksBy counts the sends to group started at or after t that member
+// addr acknowledged.
+func AcksBy(sends []Send, group string, t time.Time, addr string) int {
+	n := 0
+	for _, s := range sends {
+		if s.Acked && s.Group == group && !s.Start.Before(t) && s.By == addr {
+			n++
+		}
+	}
+	return n
+}
+
+// storeHost returns the ip:port an offset message id names: 16 bytes in
+// hexadecimal, the IPv4 address, the port (4 bytes) and the commit-log
+// offset.
+func storeHost(offsetMsgID string) string {
+	b, err := hex.DecodeString(offsetMsgID)
+	if err != nil || len(b) != 16 {
+		return ""
+	}
+	return net.JoinHostPort(netip.AddrFrom4([4]byte(b[:4])).String(), strconv.Itoa(int(binary.BigEndian.Uint32(b[4:8]))))
+}
+
+// WriteGap returns the longest stretch of time in [from, to] in which no
+// send to any group was acknowledged.
+func WriteGap(sends []Send, from, to time.Time) time.Duration {
+	var ends []time.Time
+	for _, s := range sends {
+		if s.Acked && !s.End.Before(from) && !s.End.After(to) {
+			ends = append(ends, s.End)
+		}
+	}
+	slices.SortFunc(ends, time.Time.Compare)
+	gap, last := time.Duration(0), from
+	for _, e := range append(ends, to) {
+		gap = max(gap, e.Sub(last))
+		last = e
+	}
+	return gap
 }

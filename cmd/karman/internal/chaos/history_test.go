@@ -76,11 +76,57 @@ func TestFirstAck(t *testing.T) {
 		{Group: "broker-a", Acked: true, Start: t0.Add(3 * time.Second), End: t0.Add(5 * time.Second)},
 		{Group: "broker-a", Acked: true, Start: t0.Add(2 * time.Second), End: t0.Add(4 * time.Second)},
 	}
-	got, ok := FirstAck(sends, "broker-a", t0)
+	sends[4].By = "10.0.0.5:10911"
+	got, ok := FirstAck(sends, "broker-a", t0, "")
 	if !ok || !got.Equal(t0.Add(4*time.Second)) {
 		t.Fatalf("FirstAck = %v %v, want %v", got, ok, t0.Add(4*time.Second))
 	}
-	if _, ok := FirstAck(sends, "broker-c", t0); ok {
+	got, ok = FirstAck(sends, "broker-a", t0, "10.0.0.5:10911")
+	if !ok || !got.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("FirstAck not by the old master = %v %v, want %v", got, ok, t0.Add(5*time.Second))
+	}
+	if _, ok := FirstAck(sends, "broker-c", t0, ""); ok {
 		t.Fatal("FirstAck found a send to a group nobody sent to")
+	}
+	if n := AcksBy(sends, "broker-a", t0, "10.0.0.5:10911"); n != 1 {
+		t.Fatalf("AcksBy = %d, want 1", n)
+	}
+}
+
+func TestStoreHost(t *testing.T) {
+	for _, c := range []struct{ id, want string }{
+		{"0A00000500002A9F0000000000001234", "10.0.0.5:10911"},
+		{"7F00000100002A9F0000000000000000", "127.0.0.1:10911"},
+		{"", ""},
+		{"0A000005", ""},
+		{"zz00000500002A9F0000000000001234", ""},
+	} {
+		if got := storeHost(c.id); got != c.want {
+			t.Errorf("storeHost(%q) = %q, want %q", c.id, got, c.want)
+		}
+	}
+}
+
+func TestWriteGap(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int, ok bool) Send {
+		return Send{Acked: ok, End: t0.Add(time.Duration(ms) * time.Millisecond)}
+	}
+	cases := []struct {
+		name  string
+		sends []Send
+		to    int
+		want  time.Duration
+	}{
+		{"no acks", []Send{at(100, false)}, 1000, time.Second},
+		{"steady", []Send{at(100, true), at(200, true), at(300, true)}, 350, 100 * time.Millisecond},
+		{"a gap in the middle", []Send{at(300, true), at(100, true), at(2300, true), at(1000, false)}, 2400, 2000 * time.Millisecond},
+		{"a gap at the end", []Send{at(100, true)}, 900, 800 * time.Millisecond},
+		{"acks outside ignored", []Send{at(-50, true), at(5000, true), at(400, true)}, 500, 400 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := WriteGap(c.sends, t0, t0.Add(time.Duration(c.to)*time.Millisecond)); got != c.want {
+			t.Errorf("%s: WriteGap = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

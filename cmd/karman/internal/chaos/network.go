@@ -172,21 +172,24 @@ func (n *network) listenAddr(host string, port int) (string, error) {
 	return l.Addr().String(), nil
 }
 
-// partition cuts node off from peers in both directions.
+// partition cuts node off from peers in both directions, with one ip
+// command so that every peer is cut at once.
 func (n *network) partition(ctx context.Context, node string, peers []string) error {
 	if !n.netns {
 		return fmt.Errorf("%w (%s): a partition needs them", ErrNoNetns, n.why)
 	}
 	nd := n.nodes[node]
+	var batch strings.Builder
 	for i, p := range peers {
-		ip := n.nodes[p].ip
 		for j, dir := range []string{"from", "to"} {
-			pref := fmt.Sprint(10 + 2*i + j)
-			if err := n.inNS(ctx, nd, "rule", "add", "pref", pref, dir, ip+"/32", "blackhole"); err != nil {
-				return err
-			}
+			fmt.Fprintf(&batch, "rule add pref %d %s %s/32 blackhole\n", 10+2*i+j, dir, n.nodes[p].ip)
 		}
-		nd.cut = append(nd.cut, p)
+	}
+	cmd := exec.CommandContext(ctx, "ip", "-netns", nd.ns, "-batch", "-")
+	cmd.Stdin = strings.NewReader(batch.String())
+	nd.cut = peers
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("chaos: partition %s: ip -batch: %w: %s", node, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -41,8 +41,16 @@ type Result struct {
 	// RecoveryMS is the time from the fault until the workload's first
 	// acknowledged send to the group that it made after the fault; -1 if
 	// none.
+	// recovery_ms counts only sends stored by another member than the
+	// victim of a master fault.
 	RecoveryMS int64 `json:"recovery_ms"`
-	DurationMS int64 `json:"duration_ms"` // of the whole run
+	// VictimAcks counts, after a master fault, the sends made after the
+	// fault that the old master acknowledged (before its lease ran out).
+	VictimAcks int `json:"victim_acks"`
+	// MaxWriteGapMS is the longest time from the fault to the end of the
+	// sends in which no send to any group was acknowledged.
+	MaxWriteGapMS int64 `json:"max_write_gap_ms"`
+	DurationMS    int64 `json:"duration_ms"` // of the whole run
 }
 
 func (c *Config) ensureDefaults() {
@@ -133,6 +141,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	log("%s restored at %s", res.Victim, time.Since(t0).Round(time.Millisecond))
 
+	not := "" // the member whose acks do not count as recovery
+	if t.masterFault {
+		not = t.broker.addr
+	}
 	// Send for the whole duration, and on until the faulted group
 	// acknowledges a send made after the fault.
 	if err := sleep(ctx, time.Until(produceStart.Add(cfg.Duration))); err != nil {
@@ -140,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	err = poll(ctx, "a send to "+cfg.Group+" acknowledged after the fault", cfg.RecoveryTimeout, 100*time.Millisecond, func() error {
 		sends, _ := w.history()
-		if _, ok := FirstAck(sends, cfg.Group, t0); !ok {
+		if _, ok := FirstAck(sends, cfg.Group, t0, not); !ok {
 			return errNotReady
 		}
 		return nil
@@ -150,6 +162,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	w.stopProducing()
 	stopped = true
+	sendsEnd := time.Now()
 	log("sends stopped at %s", time.Since(produceStart).Round(time.Millisecond))
 
 	err = poll(ctx, "every acknowledged message consumed", cfg.DrainTimeout, 100*time.Millisecond, func() error {
@@ -167,9 +180,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	sends, deliveries := w.history()
 	res.Verdict = Check(sends, deliveries)
-	if at, ok := FirstAck(sends, cfg.Group, t0); ok {
+	if at, ok := FirstAck(sends, cfg.Group, t0, not); ok {
 		res.RecoveryMS = at.Sub(t0).Milliseconds()
 	}
+	if not != "" {
+		res.VictimAcks = AcksBy(sends, cfg.Group, t0, not)
+	}
+	res.MaxWriteGapMS = WriteGap(sends, t0, sendsEnd).Milliseconds()
 	res.DurationMS = time.Since(begin).Milliseconds()
 	return res, nil
 }

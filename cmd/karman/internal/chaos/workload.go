@@ -149,6 +149,9 @@ func (w *workload) produce() {
 				cancel()
 				s := Send{Key: key, Seq: seq, Group: group, Queue: queue, Start: start, End: time.Now()}
 				s.Acked = err == nil && res != nil && res.Status == primitive.SendOK
+				if s.Acked {
+					s.By = storeHost(res.OffsetMsgID)
+				}
 				w.mu.Lock()
 				w.sends = append(w.sends, s)
 				w.mu.Unlock()
