@@ -185,4 +185,3 @@ func ms(v int64) string {
 	}
 	return (time.Duration(v) * time.Millisecond).String()
 }
-
