@@ -157,7 +157,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // truncateTail zeroes the last n written bytes of the commit log in dir
-// (of its last segment: the bytes before the first all-zero tail) and
+// (of its last segment with data, up to its all-zero tail) and
 // removes its checkpoint, so that the log reopens shorter, as after a
 // power loss took its unsynced tail. It returns the bytes zeroed.
 func truncateTail(dir string, n int) (int, error) {
@@ -165,21 +165,30 @@ func truncateTail(dir string, n int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("chaos: truncate: %w", err)
 	}
-	var last string
+	var segs []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && len(e.Name()) == 20 && e.Name() > last {
-			last = e.Name()
+		if e.Type().IsRegular() && len(e.Name()) == 20 {
+			segs = append(segs, e.Name())
 		}
 	}
-	if last == "" {
-		return 0, fmt.Errorf("chaos: truncate: no segment in %s", dir)
+	slices.Sort(segs)
+	// The last segment holding data: a segment is made before the writer
+	// reaches it.
+	var (
+		path string
+		end  int
+	)
+	for i := len(segs) - 1; i >= 0 && end == 0; i-- {
+		path = filepath.Join(dir, segs[i])
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return 0, fmt.Errorf("chaos: truncate: %w", err)
+		}
+		end = len(bytes.TrimRight(data, "\x00"))
 	}
-	path := filepath.Join(dir, last)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, fmt.Errorf("chaos: truncate: %w", err)
+	if end == 0 {
+		return 0, fmt.Errorf("chaos: truncate: no written segment in %s", dir)
 	}
-	end := len(bytes.TrimRight(data, "\x00"))
 	from := max(0, end-n)
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {

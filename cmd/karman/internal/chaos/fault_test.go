@@ -38,6 +38,7 @@ func TestTruncateTail(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"00000000000000000000": first,
 		"00000000000067108864": last,
+		"00000000000134217728": make([]byte, 8192), // made ahead, not written
 		"checkpoint":           {9},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
@@ -60,5 +61,10 @@ func TestTruncateTail(t *testing.T) {
 	}
 	if _, err := truncateTail(t.TempDir(), TruncateBytes); err == nil {
 		t.Error("truncateTail of an empty directory did not fail")
+	}
+	empty := t.TempDir()
+	os.WriteFile(filepath.Join(empty, "00000000000000000000"), make([]byte, 4096), 0o644)
+	if _, err := truncateTail(empty, TruncateBytes); err == nil {
+		t.Error("truncateTail of a log with nothing written did not fail")
 	}
 }

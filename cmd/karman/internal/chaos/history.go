@@ -136,13 +136,25 @@ func Check(sends []Send, deliveries []Delivery) Verdict {
 	return v
 }
 
-// FirstAck returns the end of the first acknowledged send to group that
-// started at or after t and was stored by a member other than not, and
-// whether there is one.
-func FirstAck(sends []Send, group string, t time.Time, not string) (time.Time, bool) {
+// Recovery returns when the workload's writes to group recovered from a
+// fault at t: the end of the first acknowledged send that started after
+// the first send to group that failed after t ended (after t itself when
+// none failed) and that a member other than not stored. The second
+// result is false when there is none.
+func Recovery(sends []Send, group string, t time.Time, not string) (time.Time, bool) {
+	from := t
+	var firstFail time.Time
+	for _, s := range sends {
+		if !s.Acked && s.Group == group && !s.Start.Before(t) && (firstFail.IsZero() || s.End.Before(firstFail)) {
+			firstFail = s.End
+		}
+	}
+	if !firstFail.IsZero() {
+		from = firstFail
+	}
 	var best time.Time
 	for _, s := range sends {
-		if s.Acked && s.Group == group && !s.Start.Before(t) && (not == "" || s.By != not) && (best.IsZero() || s.End.Before(best)) {
+		if s.Acked && s.Group == group && !s.Start.Before(from) && (not == "" || s.By != not) && (best.IsZero() || s.End.Before(best)) {
 			best = s.End
 		}
 	}

@@ -67,29 +67,43 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestFirstAck(t *testing.T) {
+func TestRecovery(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	sends := []Send{
-		{Group: "broker-a", Acked: true, Start: t0.Add(-time.Second), End: t0.Add(time.Second)},    // started before
-		{Group: "broker-b", Acked: true, Start: t0.Add(time.Second), End: t0.Add(2 * time.Second)}, // other group
-		{Group: "broker-a", Start: t0.Add(time.Second), End: t0.Add(2 * time.Second)},              // failed
-		{Group: "broker-a", Acked: true, Start: t0.Add(3 * time.Second), End: t0.Add(5 * time.Second)},
-		{Group: "broker-a", Acked: true, Start: t0.Add(2 * time.Second), End: t0.Add(4 * time.Second)},
+	at := func(startMS, endMS int, ok bool, by string) Send {
+		return Send{Group: "broker-a", Acked: ok, By: by,
+			Start: t0.Add(time.Duration(startMS) * time.Millisecond), End: t0.Add(time.Duration(endMS) * time.Millisecond)}
 	}
-	sends[4].By = "10.0.0.5:10911"
-	got, ok := FirstAck(sends, "broker-a", t0, "")
-	if !ok || !got.Equal(t0.Add(4*time.Second)) {
-		t.Fatalf("FirstAck = %v %v, want %v", got, ok, t0.Add(4*time.Second))
+	const old, replica = "10.0.0.5:10911", "10.0.0.6:10911"
+	cases := []struct {
+		name  string
+		sends []Send
+		not   string
+		want  int // ms; -1: none
+	}{
+		{"nothing sent", nil, "", -1},
+		{"started before the fault", []Send{at(-10, 5, true, old)}, "", -1},
+		{"no failure: the first ack", []Send{at(30, 40, true, old), at(10, 20, true, old)}, "", 20},
+		{"acks before the first failure do not count",
+			[]Send{at(1, 2, true, old), at(5, 3000, false, ""), at(2000, 2100, true, old), at(3100, 3200, true, old)}, "", 3200},
+		{"the old master's acks do not count",
+			[]Send{at(5, 10, false, ""), at(20, 30, true, old), at(40, 2500, true, replica)}, old, 2500},
+		{"another group", []Send{{Group: "broker-b", Acked: true, Start: t0, End: t0}}, "", -1},
 	}
-	got, ok = FirstAck(sends, "broker-a", t0, "10.0.0.5:10911")
-	if !ok || !got.Equal(t0.Add(5*time.Second)) {
-		t.Fatalf("FirstAck not by the old master = %v %v, want %v", got, ok, t0.Add(5*time.Second))
+	for _, c := range cases {
+		got, ok := Recovery(c.sends, "broker-a", t0, c.not)
+		if c.want < 0 {
+			if ok {
+				t.Errorf("%s: Recovery = %v, want none", c.name, got.Sub(t0))
+			}
+			continue
+		}
+		if !ok || got.Sub(t0) != time.Duration(c.want)*time.Millisecond {
+			t.Errorf("%s: Recovery = %v %v, want %dms", c.name, got.Sub(t0), ok, c.want)
+		}
 	}
-	if _, ok := FirstAck(sends, "broker-c", t0, ""); ok {
-		t.Fatal("FirstAck found a send to a group nobody sent to")
-	}
-	if n := AcksBy(sends, "broker-a", t0, "10.0.0.5:10911"); n != 1 {
-		t.Fatalf("AcksBy = %d, want 1", n)
+	sends := []Send{at(5, 10, true, old), at(20, 30, true, old), at(-5, 10, true, old), at(20, 30, true, replica)}
+	if n := AcksBy(sends, "broker-a", t0, old); n != 2 {
+		t.Fatalf("AcksBy = %d, want 2", n)
 	}
 }
 

@@ -38,11 +38,11 @@ type Result struct {
 	// routed by the name servers that acknowledges a probe send (for a
 	// master fault, another broker); -1 if not within the run.
 	FailoverMS int64 `json:"failover_ms"`
-	// RecoveryMS is the time from the fault until the workload's first
-	// acknowledged send to the group that it made after the fault; -1 if
-	// none.
-	// recovery_ms counts only sends stored by another member than the
-	// victim of a master fault.
+	// RecoveryMS is the time from the fault until the workload's writes
+	// to the group recovered: the first acknowledged send to the group
+	// that started after the first failed one (after the fault, when none
+	// failed), stored by another member than the victim of a master
+	// fault; -1 if none.
 	RecoveryMS int64 `json:"recovery_ms"`
 	// VictimAcks counts, after a master fault, the sends made after the
 	// fault that the old master acknowledged (before its lease ran out).
@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	err = poll(ctx, "a send to "+cfg.Group+" acknowledged after the fault", cfg.RecoveryTimeout, 100*time.Millisecond, func() error {
 		sends, _ := w.history()
-		if _, ok := FirstAck(sends, cfg.Group, t0, not); !ok {
+		if _, ok := Recovery(sends, cfg.Group, t0, not); !ok {
 			return errNotReady
 		}
 		return nil
@@ -180,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	sends, deliveries := w.history()
 	res.Verdict = Check(sends, deliveries)
-	if at, ok := FirstAck(sends, cfg.Group, t0, not); ok {
+	if at, ok := Recovery(sends, cfg.Group, t0, not); ok {
 		res.RecoveryMS = at.Sub(t0).Milliseconds()
 	}
 	if not != "" {
