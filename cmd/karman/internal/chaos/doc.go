@@ -13,11 +13,13 @@
 // As root with the ip command, each process runs in a network namespace
 // of its own, joined to a bridge by a veth pair; the harness creates
 // them with names unique to the run and removes them when the cluster
-// closes. Partitions cut a namespace off from some peers with routing
-// rules in the namespace ("ip rule ... blackhole" for both directions,
-// ahead of the local table), so no iptables is needed. Without root or
-// ip, the processes share the loopback interface, and partition faults
-// are refused with ErrNoNetns.
+// closes. The namespaces are named karman-chaos-<run>-<pid>-<node>; a
+// later run removes those whose harness process died before it could.
+// Partitions cut a namespace off from some peers with routing rules in
+// the namespace ("ip rule ... blackhole" for both directions, ahead of
+// the local table), so no iptables is needed. Without root or ip, the
+// processes share the loopback interface, and partition faults are
+// refused with ErrNoNetns.
 //
 // # Faults
 //

@@ -43,11 +43,11 @@ func CheckFault(name string, netns bool) error {
 	return nil
 }
 
-// inject applies fault to group and returns what it hit.
-func (c *Cluster) inject(ctx context.Context, fault, group string) (*target, error) {
+// inject applies fault to group and returns what it hit, and when.
+func (c *Cluster) inject(ctx context.Context, fault, group string) (*target, time.Time, error) {
 	g, err := c.Group(group)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	master := c.member(group, g.MasterID)
 	var replica *broker
@@ -65,12 +65,13 @@ func (c *Cluster) inject(ctx context.Context, fault, group string) (*target, err
 	case "kill-controller-leader":
 		i, err := c.controllerLeader()
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		t.controller = i
 	default:
-		return nil, fmt.Errorf("%w %q", ErrUnknownFault, fault)
+		return nil, time.Time{}, fmt.Errorf("%w %q", ErrUnknownFault, fault)
 	}
+	at := time.Now()
 	switch fault {
 	case "kill-master", "kill-replica", "truncate-replica":
 		t.broker.kill()
@@ -85,7 +86,7 @@ func (c *Cluster) inject(ctx context.Context, fault, group string) (*target, err
 		}
 		err = c.net.partition(ctx, t.broker.name, append(peers, replica.name))
 	}
-	return t, err
+	return t, at, err
 }
 
 // restore undoes fault: it waits for what the fault should bring about

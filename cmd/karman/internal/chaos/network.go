@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ErrNoNetns means the harness cannot make network namespaces here (not
@@ -65,6 +67,7 @@ func newNetwork(ctx context.Context, netns bool) (*network, error) {
 	if err := NetnsSupport(); err != nil {
 		return nil, err
 	}
+	removeStale(ctx)
 	routes, err := exec.CommandContext(ctx, "ip", "-4", "route", "show", "table", "all").CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("chaos: ip route: %w: %s", err, routes)
@@ -94,6 +97,33 @@ func newNetwork(ctx context.Context, netns bool) (*network, error) {
 	return n, nil
 }
 
+// nsPrefix starts the name of every namespace the harness makes:
+// nsPrefix-<run id>-<harness pid>-<node>.
+const nsPrefix = "karman-chaos"
+
+// removeStale removes the namespaces and bridges of runs whose harness
+// process is gone (killed before it could clean up).
+func removeStale(ctx context.Context) {
+	out, err := exec.CommandContext(ctx, "ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for line := range strings.Lines(string(out)) {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		rest, ok := strings.CutPrefix(name, nsPrefix+"-")
+		parts := strings.SplitN(rest, "-", 3)
+		if !ok || len(parts) != 3 {
+			continue
+		}
+		pid, err := strconv.Atoi(parts[1])
+		if err != nil || syscall.Kill(pid, 0) == nil || pid == os.Getpid() {
+			continue // alive (or ours)
+		}
+		exec.CommandContext(ctx, "ip", "netns", "del", name).Run()
+		exec.CommandContext(ctx, "ip", "link", "del", parts[0]+"br").Run()
+	}
+}
+
 // ip runs the ip command with args.
 func (n *network) ip(ctx context.Context, args ...string) error {
 	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
@@ -115,7 +145,7 @@ func (n *network) addNode(ctx context.Context, name string) (string, error) {
 		return "127.0.0.1", nil
 	}
 	i := len(n.nodes) + 2
-	node := &nsNode{name: name, ns: n.id + "-" + name, veth: fmt.Sprintf("%sv%d", n.id, i), ip: fmt.Sprintf("%s%d", n.subnet, i)}
+	node := &nsNode{name: name, ns: fmt.Sprintf("%s-%s-%d-%s", nsPrefix, n.id, os.Getpid(), name), veth: fmt.Sprintf("%sv%d", n.id, i), ip: fmt.Sprintf("%s%d", n.subnet, i)}
 	if err := n.ip(ctx, "netns", "add", node.ns); err != nil {
 		return "", err
 	}

@@ -108,8 +108,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	t0 := time.Now()
-	t, err := c.inject(ctx, cfg.Fault, cfg.Group)
+	t, t0, err := c.inject(ctx, cfg.Fault, cfg.Group)
 	if err != nil {
 		return nil, err
 	}
