@@ -53,6 +53,18 @@ type Verdict struct {
 	UnackedConsumed int `json:"unacked_consumed"`
 }
 
+// Acked returns the acknowledged messages.
+func Acked(sends []Send) []msgID {
+	var ids []msgID
+	for _, s := range sends {
+		if s.Acked {
+			ids = append(ids, msgID{s.Key, s.Seq})
+		}
+	}
+	return ids
+}
+
+// msgID names a message of the workload.
 type msgID struct {
 	key string
 	seq int

@@ -47,6 +47,11 @@ type Result struct {
 	// VictimAcks counts, after a master fault, the sends made after the
 	// fault that the old master acknowledged (before its lease ran out).
 	VictimAcks int `json:"victim_acks"`
+	// LostFinal counts acknowledged messages a final read of the topic
+	// by a new consumer group, started after the run, does not find:
+	// what the groups' masters no longer hold, even if the run's consumer
+	// got it (from a master that was replaced and cut it off its log).
+	LostFinal int `json:"lost_final"`
 	// MaxWriteGapMS is the longest time from the fault to the end of the
 	// sends in which no send to any group was acknowledged.
 	MaxWriteGapMS int64 `json:"max_write_gap_ms"`
@@ -179,6 +184,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	sends, deliveries := w.history()
 	res.Verdict = Check(sends, deliveries)
+	acked := Acked(sends)
+	seen, err := finalRead(ctx, c.NameServers(), acked, 10*time.Second, cfg.DrainTimeout)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range acked {
+		if !seen[id] {
+			res.LostFinal++
+		}
+	}
 	if at, ok := Recovery(sends, cfg.Group, t0, not); ok {
 		res.RecoveryMS = at.Sub(t0).Milliseconds()
 	}

@@ -93,8 +93,8 @@ func run(t *testing.T, fault string, maxFailover time.Duration) *Result {
 	if res.Acked < 100 {
 		t.Errorf("only %d sends acknowledged", res.Acked)
 	}
-	if res.Lost != 0 {
-		t.Errorf("%d acknowledged messages lost", res.Lost)
+	if res.Lost != 0 || res.LostFinal != 0 {
+		t.Errorf("%d acknowledged messages never consumed, %d not in the final read", res.Lost, res.LostFinal)
 	}
 	if res.OrderViolations != 0 {
 		t.Errorf("%d per-key order violations", res.OrderViolations)
@@ -136,7 +136,7 @@ func TestKillReplicaOnLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%+v", *res)
-	if res.Network != "loopback" || res.Acked < 100 || res.Lost != 0 || res.OrderViolations != 0 || res.RecoveryMS < 0 || res.FailoverMS < 0 {
+	if res.Network != "loopback" || res.Acked < 100 || res.Lost != 0 || res.LostFinal != 0 || res.OrderViolations != 0 || res.RecoveryMS < 0 || res.FailoverMS < 0 {
 		t.Errorf("want a loopback run with at least 100 sends acknowledged, none lost or out of order, and the group writable again")
 	}
 }

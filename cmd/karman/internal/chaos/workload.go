@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -70,32 +71,13 @@ func startWorkload(nameServers []string, opts WorkloadOptions) (*workload, error
 	run := hex.EncodeToString(b)
 	instance := "chaos-" + run
 	w := &workload{opts: opts, stop: make(chan struct{})}
-	c, err := consumer.NewPushConsumer(
-		consumer.WithNameServer(nameServers),
-		consumer.WithGroupName("chaos-consumer-"+run),
-		consumer.WithInstance(instance),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithConsumerModel(consumer.Clustering),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("chaos: consumer: %w", err)
-	}
-	err = c.Subscribe(Topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		now := time.Now()
+	c, err := newConsumer(nameServers, "chaos-consumer-"+run, instance, func(d Delivery) {
 		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, m := range msgs {
-			seq, err := strconv.Atoi(m.GetProperty(propSeq))
-			if err != nil || m.Queue == nil {
-				continue // not the workload's
-			}
-			w.deliveries = append(w.deliveries, Delivery{Key: m.GetProperty(propKey), Seq: seq,
-				Group: m.Queue.BrokerName, Queue: m.Queue.QueueId, Offset: m.QueueOffset, At: now})
-		}
-		return consumer.ConsumeSuccess, nil
+		w.deliveries = append(w.deliveries, d)
+		w.mu.Unlock()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("chaos: subscribe: %w", err)
+		return nil, err
 	}
 	p, err := producer.NewDefaultProducer(
 		producer.WithNameServer(nameServers),
@@ -118,6 +100,84 @@ func startWorkload(nameServers []string, opts WorkloadOptions) (*workload, error
 	}
 	w.consumer = c
 	return w, nil
+}
+
+// newConsumer returns a push consumer of group on Topic, from the first
+// offset, that hands every delivery of the workload's messages to
+// record; it is not started.
+func newConsumer(nameServers []string, group, instance string, record func(Delivery)) (rocketmq.PushConsumer, error) {
+	c, err := consumer.NewPushConsumer(
+		consumer.WithNameServer(nameServers),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(instance),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumerModel(consumer.Clustering),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: consumer: %w", err)
+	}
+	err = c.Subscribe(Topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		now := time.Now()
+		for _, m := range msgs {
+			seq, err := strconv.Atoi(m.GetProperty(propSeq))
+			if err != nil || m.Queue == nil {
+				continue // not the workload's
+			}
+			record(Delivery{Key: m.GetProperty(propKey), Seq: seq,
+				Group: m.Queue.BrokerName, Queue: m.Queue.QueueId, Offset: m.QueueOffset, At: now})
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: subscribe: %w", err)
+	}
+	return c, nil
+}
+
+// finalRead reads the whole topic once more with a consumer of a new
+// group, which asks the name servers for routes as it starts, so that it
+// reads what the groups' current masters hold. It returns once every
+// message of want was delivered, or nothing new came for idle, or the
+// timeout passed.
+func finalRead(ctx context.Context, nameServers []string, want []msgID, idle, timeout time.Duration) (map[msgID]bool, error) {
+	b := make([]byte, 4)
+	rand.Read(b)
+	run := hex.EncodeToString(b)
+	var (
+		mu   sync.Mutex
+		seen = map[msgID]bool{}
+		last = time.Now()
+	)
+	c, err := newConsumer(nameServers, "chaos-final-"+run, "chaos-final-"+run, func(d Delivery) {
+		mu.Lock()
+		defer mu.Unlock()
+		if id := (msgID{d.Key, d.Seq}); !seen[id] {
+			seen[id], last = true, time.Now()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, fmt.Errorf("chaos: start the final reader: %w", err)
+	}
+	defer c.Shutdown()
+	poll(ctx, "the final read", timeout, 100*time.Millisecond, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) > idle {
+			return nil
+		}
+		for _, id := range want {
+			if !seen[id] {
+				return errNotReady
+			}
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return maps.Clone(seen), nil
 }
 
 // keyPlace returns key i's name, group and queue.

@@ -172,8 +172,8 @@ func printChaos(w io.Writer, r *chaos.Result, asJSON bool) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%-22s %-5s %-8s victim %-3s acked %6d failed %6d consumed %6d lost %d duplicated %d order_violations %d failover %s recovery %s victim_acks %d max_write_gap %s\n",
-		r.Fault, r.Replication, r.Network, r.Victim, r.Acked, r.Failed, r.Consumed, r.Lost, r.Duplicated, r.OrderViolations,
+	_, err := fmt.Fprintf(w, "%-22s %-5s %-8s victim %-3s acked %6d failed %6d consumed %6d lost %d lost_final %d duplicated %d order_violations %d failover %s recovery %s victim_acks %d max_write_gap %s\n",
+		r.Fault, r.Replication, r.Network, r.Victim, r.Acked, r.Failed, r.Consumed, r.Lost, r.LostFinal, r.Duplicated, r.OrderViolations,
 		ms(r.FailoverMS), ms(r.RecoveryMS), r.VictimAcks, ms(r.MaxWriteGapMS))
 	return err
 }
