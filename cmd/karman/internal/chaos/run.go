@@ -52,6 +52,10 @@ type Result struct {
 	// what the groups' masters no longer hold, even if the run's consumer
 	// got it (from a master that was replaced and cut it off its log).
 	LostFinal int `json:"lost_final"`
+	// LostSample names up to ten acknowledged messages missing from the
+	// consumer's deliveries or the final read ("key-03/120 consumed=true
+	// final=false").
+	LostSample []string `json:"lost_sample,omitempty"`
 	// MaxWriteGapMS is the longest time from the fault to the end of the
 	// sends in which no send to any group was acknowledged.
 	MaxWriteGapMS int64 `json:"max_write_gap_ms"`
@@ -185,13 +189,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sends, deliveries := w.history()
 	res.Verdict = Check(sends, deliveries)
 	acked := Acked(sends)
-	seen, err := finalRead(ctx, c.NameServers(), acked, 10*time.Second, cfg.DrainTimeout)
+	seen, err := finalRead(ctx, c.NameServers(), acked, cfg.DrainTimeout)
 	if err != nil {
 		return nil, err
+	}
+	got := map[msgID]bool{}
+	for _, d := range deliveries {
+		got[msgID{d.Key, d.Seq}] = true
 	}
 	for _, id := range acked {
 		if !seen[id] {
 			res.LostFinal++
+		}
+		if (!seen[id] || !got[id]) && len(res.LostSample) < 10 {
+			res.LostSample = append(res.LostSample, fmt.Sprintf("%s/%d consumed=%v final=%v", id.key, id.seq, got[id], seen[id]))
 		}
 	}
 	if at, ok := Recovery(sends, cfg.Group, t0, not); ok {

@@ -137,23 +137,19 @@ func newConsumer(nameServers []string, group, instance string, record func(Deliv
 // finalRead reads the whole topic once more with a consumer of a new
 // group, which asks the name servers for routes as it starts, so that it
 // reads what the groups' current masters hold. It returns once every
-// message of want was delivered, or nothing new came for idle, or the
-// timeout passed.
-func finalRead(ctx context.Context, nameServers []string, want []msgID, idle, timeout time.Duration) (map[msgID]bool, error) {
+// message of want was delivered, or once the timeout passed.
+func finalRead(ctx context.Context, nameServers []string, want []msgID, timeout time.Duration) (map[msgID]bool, error) {
 	b := make([]byte, 4)
 	rand.Read(b)
 	run := hex.EncodeToString(b)
 	var (
 		mu   sync.Mutex
 		seen = map[msgID]bool{}
-		last = time.Now()
 	)
 	c, err := newConsumer(nameServers, "chaos-final-"+run, "chaos-final-"+run, func(d Delivery) {
 		mu.Lock()
 		defer mu.Unlock()
-		if id := (msgID{d.Key, d.Seq}); !seen[id] {
-			seen[id], last = true, time.Now()
-		}
+		seen[msgID{d.Key, d.Seq}] = true
 	})
 	if err != nil {
 		return nil, err
@@ -165,9 +161,6 @@ func finalRead(ctx context.Context, nameServers []string, want []msgID, idle, ti
 	poll(ctx, "the final read", timeout, 100*time.Millisecond, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		if time.Since(last) > idle {
-			return nil
-		}
 		for _, id := range want {
 			if !seen[id] {
 				return errNotReady
