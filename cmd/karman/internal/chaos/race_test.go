@@ -24,7 +24,7 @@ func TestClusterRunsWithoutRaceInClient(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := exec.Command("go", "test", "-count=1", "-run", "TestKillMaster|TestPauseMaster|TestPartitionMaster|TestKillReplicaOnLoopback", ".")
+	run := exec.Command("go", "test", "-count=1", "-run", "TestKillMaster|TestPauseMaster|TestPartitionMaster|TestKillControllerLeader|TestTruncateReplica|TestKillReplicaOnLoopback", ".")
 	out, err := run.CombinedOutput()
 	t.Logf("go test (without -race):\n%s", out)
 	if err != nil {

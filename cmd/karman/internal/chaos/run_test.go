@@ -120,6 +120,14 @@ func TestPauseMaster(t *testing.T) { run(t, "pause-master", 10*time.Second) }
 // acknowledging writes and is replaced.
 func TestPartitionMaster(t *testing.T) { run(t, "partition-master", 10*time.Second) }
 
+// The controller leader's process killed: the others elect a leader and
+// the groups serve writes again.
+func TestKillControllerLeader(t *testing.T) { run(t, "kill-controller-leader", 10*time.Second) }
+
+// A replica whose commit log lost its tail returns shorter, copies what
+// it lacks from the master, and nothing acknowledged is lost.
+func TestTruncateReplica(t *testing.T) { run(t, "truncate-replica", 5*time.Second) }
+
 // On loopback (every process on 127.0.0.1, as without root), a replica
 // killed and restarted: the master acknowledges nothing while it is gone
 // (two members must hold each message), and everything acknowledged
