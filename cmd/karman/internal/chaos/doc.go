@@ -45,16 +45,22 @@
 //
 // # Figures
 //
+// Check counts lost (acknowledged, never delivered), duplicated and
+// per-key order violations; a final read by a new consumer group after
+// the run counts lost_final, what the groups' masters no longer hold.
 // failover_ms is the time from the fault until the group has a master
 // (another broker, for a master fault) that the name servers route to
 // and that acknowledges a probe send the harness makes to it directly.
 // With sync replication and --ha-min-insync-replicas 2 a group of two
 // acknowledges nothing while one member is down, so this includes the
 // victim's return as a replica. recovery_ms is the time from the fault
-// until the first send made after it to that group by the workload's
-// client is acknowledged. The RocketMQ Go client fetches routes on a
-// 30 s timer and never after a failed send, so after a master fault the
-// difference between the two is the client waiting for that timer.
+// until the workload's client has a send to that group acknowledged
+// that it made after its first failed one, by another broker than a
+// faulted master (the offset message id names the broker that stored
+// it). The RocketMQ Go client fetches routes on a 30 s timer and never
+// after a failed send, so after a master fault the difference between
+// the two is the client waiting for that timer. victim_acks counts the
+// sends made after a master fault that the old master acknowledged.
 //
 // # Concurrency
 //

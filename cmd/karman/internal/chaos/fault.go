@@ -103,6 +103,9 @@ func (c *Cluster) restore(ctx context.Context, fault string, t *target) error {
 			}
 			return err
 		})
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		if err != nil {
 			c.opts.Log("%v; restoring %s anyway", err, t.broker.name)
 		}
@@ -127,6 +130,9 @@ func (c *Cluster) restore(ctx context.Context, fault string, t *target) error {
 			}
 			return err
 		})
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		if err != nil {
 			c.opts.Log("%v", err)
 		}

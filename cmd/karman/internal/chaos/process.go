@@ -90,6 +90,8 @@ func (p *proc) start(ctx context.Context) error {
 		return fmt.Errorf("chaos: %s exited before it was ready:\n%s", p.name, stderr.String())
 	case <-timer.C:
 	case <-ctx.Done():
+		p.kill()
+		return fmt.Errorf("chaos: start %s: %w", p.name, context.Cause(ctx))
 	}
 	p.kill()
 	return fmt.Errorf("chaos: %s not ready within %s:\n%s", p.name, startTimeout, stderr.String())

@@ -93,7 +93,7 @@ group acknowledges again, then at most --drain-timeout for the consumer.`,
 			if verbose {
 				errOut := cmd.ErrOrStderr()
 				cfg.Cluster.Log = func(format string, args ...any) {
-					fmt.Fprintf(errOut, "chaos: "+format+"\n", args...)
+					fmt.Fprintf(errOut, "chaos: %s\n", strings.TrimPrefix(fmt.Sprintf(format, args...), "chaos: "))
 				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
