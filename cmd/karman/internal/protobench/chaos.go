@@ -1,6 +1,7 @@
 package protobench
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ func newChaosCmd() *cobra.Command {
 		asJSON   bool
 		verbose  bool
 		failFast bool
+		hold     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "chaos --fault F [flags]",
@@ -54,10 +56,22 @@ its own on a bridge the run creates and removes; otherwise (or with
 --network loopback) on loopback, where partition-master is refused.
 One line per run: JSON with --json, else text. Every run is bounded: the
 sends last --duration, then at most --recovery-timeout more until the
-group acknowledges again, then at most --drain-timeout for the consumer.`,
+group acknowledges again, then at most --drain-timeout for the consumer.
+
+With --hold instead of --fault, the cluster starts without a workload,
+prints "karman: namesrv listening on <addr>" for each name server and
+"karman: ready" (its topic is ` + chaos.Topic + `), and runs until
+interrupted: for "karman bench produce --addr <addr> --topic
+` + chaos.Topic + `" against a replicated cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if hold == (faults != "") {
+				return errors.New("chaos: give --fault or --hold")
+			}
 			names := strings.Split(faults, ",")
+			if hold {
+				names = nil
+			}
 			if faults == "all" {
 				names = chaos.Faults
 			}
@@ -98,6 +112,9 @@ group acknowledges again, then at most --drain-timeout for the consumer.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if hold {
+				return holdCluster(ctx, cmd.OutOrStdout(), cfg.Cluster)
+			}
 			var failed []string
 			for _, f := range names {
 				run := cfg
@@ -136,8 +153,23 @@ group acknowledges again, then at most --drain-timeout for the consumer.`,
 	fs.StringVar(&karman, "karman", "", "the karman binary the cluster runs (default: karman beside this program, else on the PATH)")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "log each step to standard error")
 	fs.BoolVar(&failFast, "fail-fast", false, "stop at the first run that fails")
-	cmd.MarkFlagRequired("fault")
+	fs.BoolVar(&hold, "hold", false, "start the cluster without a workload or a fault and run it until interrupted")
 	return cmd
+}
+
+// holdCluster runs a cluster until ctx ends, announcing its name servers.
+func holdCluster(ctx context.Context, w io.Writer, opts chaos.ClusterOptions) error {
+	c, err := chaos.StartCluster(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, ns := range c.NameServers() {
+		fmt.Fprintf(w, "karman: namesrv listening on %s\n", ns)
+	}
+	fmt.Fprintln(w, "karman: ready")
+	<-ctx.Done()
+	return nil
 }
 
 // findKarman returns the karman binary to run: flag when set, else karman

@@ -15,7 +15,8 @@ func TestChaosFlags(t *testing.T) {
 		want string
 		is   error
 	}{
-		{[]string{"chaos"}, `required flag(s) "fault" not set`, nil},
+		{[]string{"chaos"}, "give --fault or --hold", nil},
+		{[]string{"chaos", "--fault", "kill-master", "--hold"}, "give --fault or --hold", nil},
 		{[]string{"chaos", "--fault", "kill-everything"}, "kill-everything", chaos.ErrUnknownFault},
 		{[]string{"chaos", "--fault", "kill-master,nope"}, "nope", chaos.ErrUnknownFault},
 		{[]string{"chaos", "--fault", "partition-master", "--network", "loopback"}, "partition-master", chaos.ErrNoNetns},
