@@ -115,3 +115,12 @@ func TestBenchWithoutProgram(t *testing.T) {
 		}
 	}
 }
+
+// Without karman-bench, "chaos" fails saying how to get it.
+func TestChaosWithoutProgram(t *testing.T) {
+	fakeExecutable(t, t.TempDir())
+	t.Setenv("PATH", t.TempDir())
+	if _, err := runRoot(t, "chaos", "--fault", "kill-master"); !errors.Is(err, errNoBenchProgram) || !strings.Contains(err.Error(), "go build -o") {
+		t.Errorf("chaos: %v, want %v with how to build it", err, errNoBenchProgram)
+	}
+}

@@ -50,6 +50,7 @@ of serve can also be set with an environment variable KARMAN_<FLAG>
 		newConfigCmd(reg),
 		newAdminCmd(),
 		newBenchCmd(),
+		newChaosCmd(),
 		newVersionCmd(),
 		newListModulesCmd(reg),
 		newBuildCmd(),

@@ -69,8 +69,9 @@ func New(name string) *cobra.Command {
 		Short: "Measure brokers over the network: Karman side by side with peers",
 		Long: `Measure brokers over the network: Karman, in this process or at an
 address, side by side with peer brokers (NATS JetStream) in the same run,
-and MQTT brokers side by side with mosquitto. "karman bench produce",
-"karman bench consume" and "karman bench mqtt" run this program.`,
+and MQTT brokers side by side with mosquitto; and "chaos", faults
+injected into a local cluster. "karman bench produce", "karman bench
+consume", "karman bench mqtt" and "karman chaos" run this program.`,
 		// Errors are printed once by cobra; usage only on request.
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
@@ -84,6 +85,7 @@ and MQTT brokers side by side with mosquitto. "karman bench produce",
 		newBenchProtocolCmd(bench.ModeConsume),
 		newBenchMQTTCmd(),
 		newMQTTIdleWorkerCmd(),
+		newChaosCmd(),
 	)
 	return root
 }
