@@ -274,7 +274,7 @@ func (d *dispatcher) failure() error {
 // dispatch indexes everything between pos and the end of the log.
 func (d *dispatcher) dispatch() error {
 	for {
-		end := d.e.log.EndOffset()
+		end := d.e.readableEnd(d.e.log.EndOffset())
 		from := d.pos.Load()
 		if from >= end {
 			return nil
@@ -287,8 +287,8 @@ func (d *dispatcher) dispatch() error {
 		d.sorted.reset()
 		d.clearHalves()
 		n := 0
-		next, err := d.e.log.Scan(from, func(off, _ int64, payload []byte) error {
-			if n == dispatchBatch {
+		next, err := d.e.log.Scan(from, func(off, next int64, payload []byte) error {
+			if n == dispatchBatch || next > end {
 				return errBatchFull
 			}
 			n++
@@ -304,6 +304,13 @@ func (d *dispatcher) dispatch() error {
 		if err != nil && !errors.Is(err, errBatchFull) {
 			d.batch.Close()
 			return fmt.Errorf("engine: dispatch from %d: %w", from, err)
+		}
+		if n == 0 && next == from {
+			// Nothing below end to index (end is within a record only if
+			// a Replicator confirms part of one; wait for the rest).
+			d.batch.Close()
+			d.batch = nil
+			return nil
 		}
 		if err := d.commit(next); err != nil {
 			return err

@@ -221,6 +221,10 @@ func (e *Engine) open() error {
 			return fmt.Errorf("engine: load routes: %w", err)
 		}
 	}
+	// What the log holds at open is the group's unless a master's log
+	// cuts it back (Truncate).
+	e.repl.kept.Store(e.log.EndOffset())
+	e.repl.master.Store(e.repl.role == RoleMaster)
 	e.disp = newDispatcher(e)
 	return e.disp.recover()
 }

@@ -60,6 +60,35 @@ type Replicator interface {
 	// WaitReplicated returns once enough members of the group hold the
 	// log below end, or an error matching ErrReplicaTimeout (or ctx's).
 	WaitReplicated(ctx context.Context, end int64) error
+	// Confirmed returns the offset below which enough members hold the
+	// log, at most end (the log's end now); end when writes do not wait
+	// for replicas. A master indexes, and so lets consumers read, only
+	// the log below it: a message a consumer has read is one a new
+	// master will have. Call ReplicasAcked when it moves.
+	Confirmed(end int64) int64
+}
+
+// ReplicasAcked tells a master's engine that its replicas hold more of
+// the log (Replicator.Confirmed moved), so that it indexes it.
+func (e *Engine) ReplicasAcked() { e.disp.notify() }
+
+// readableEnd returns how far the dispatcher may index a log that ends at
+// end. Without a Replicator, all of it. With one, what the group is sure
+// to keep: on a master what enough members hold (Replicator.Confirmed),
+// and on any member what it held when it opened, what it was promoted
+// at and what it replicated from its master. So a demoted master's
+// unconfirmed tail stays unread until the new master's log cuts it back
+// or confirms it.
+func (e *Engine) readableEnd(end int64) int64 {
+	r := e.opts.Replicator
+	if r == nil {
+		return end
+	}
+	lim := e.repl.kept.Load()
+	if e.repl.master.Load() {
+		lim = max(lim, r.Confirmed(end))
+	}
+	return min(lim, end)
 }
 
 // WaitsForReplicas reports whether sends may wait for replicas
@@ -129,6 +158,12 @@ type replication struct {
 	// so none of them races with a write of the other role.
 	mu     sync.RWMutex
 	role   Role // under mu
+	// master mirrors role == RoleMaster for the dispatcher, which must
+	// not take mu (Promote holds it while waiting for the dispatcher).
+	master atomic.Bool
+	// kept is the end of the log this member knows the group keeps
+	// (see readableEnd).
+	kept atomic.Int64
 	epochs *epoch.File
 	// cuts counts truncations, so followers notice them; cutAt holds
 	// each one's offset, in order.
@@ -186,6 +221,9 @@ func (e *Engine) Promote(ctx context.Context, n uint32) error {
 		return fmt.Errorf("%w: promotion to epoch %d, the log is at epoch %d", ErrStaleEpoch, n, last.Epoch)
 	}
 	end := e.log.EndOffset()
+	// The new epoch starts from this log: all of it is the group's now.
+	e.repl.kept.Store(max(e.repl.kept.Load(), end))
+	e.disp.notify()
 	if err := e.disp.waitFor(ctx, end); err != nil {
 		return fmt.Errorf("engine: promote: %w", err)
 	}
@@ -202,6 +240,7 @@ func (e *Engine) Promote(ctx context.Context, n uint32) error {
 			return true
 		})
 		e.repl.role = RoleMaster
+		e.repl.master.Store(true)
 	}
 	if e.sched != nil {
 		e.sched.Scheduled(0) // timers due while a replica fall due now
@@ -221,6 +260,7 @@ func (e *Engine) Demote() error {
 	defer e.repl.mu.Unlock()
 	if e.repl.role != RoleReplica {
 		e.repl.role = RoleReplica
+		e.repl.master.Store(false)
 		e.opts.Logger.Warn("engine demoted to replica", "end", e.log.EndOffset())
 	}
 	return nil
@@ -301,6 +341,7 @@ func (e *Engine) Replicate(ep epoch.Entry, off int64, frames []byte) (int64, err
 		}
 		return end, fmt.Errorf("engine: replicate at %d: %w", off, e.diskError(err))
 	}
+	e.repl.kept.Store(end)
 	e.disp.notify()
 	e.appended.Broadcast()
 	return end, nil
@@ -342,6 +383,9 @@ func (e *Engine) Truncate(off int64) error {
 			return fmt.Errorf("engine: truncate: %w", err)
 		}
 		return nil
+	}
+	if e.repl.kept.Load() > off {
+		e.repl.kept.Store(off)
 	}
 	if err := e.log.Truncate(off); err != nil {
 		if errors.Is(err, commitlog.ErrCorrupt) || errors.Is(err, commitlog.ErrOffsetOutOfRange) {

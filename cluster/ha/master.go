@@ -24,6 +24,8 @@ type Log interface {
 	Epochs() []epoch.Entry
 	LogRange() (first, end int64)
 	WaitAppended(ctx context.Context, off int64) error
+	// ReplicasAcked is told when replicas acknowledge more of the log.
+	ReplicasAcked()
 }
 
 // MasterOptions configure a Master. The zero value works.
@@ -249,6 +251,7 @@ func (m *Master) readAcks(r *bufio.Reader, c net.Conn, l *link, log Log) error {
 			return fmt.Errorf("%w: acknowledgement of %d, past the master's end %d", ErrProtocol, msg.offset, end)
 		}
 		m.ack(l, msg.offset, end)
+		log.ReplicasAcked()
 	}
 }
 
@@ -457,6 +460,30 @@ func (m *Master) CheckWrite() error {
 		return fmt.Errorf("%w: %d in sync of the %d required (the master included)", engine.ErrInSyncReplicasNotEnough, n, m.opts.MinInSync)
 	}
 	return nil
+}
+
+// Confirmed returns the offset below which MinInSync members, the master
+// included, hold the log, at most end: the MinInSync-1'th highest
+// acknowledgement of the replicas. With async replication it is end: a
+// master does not hold back what consumers read for replicas it does
+// not wait for.
+func (m *Master) Confirmed(end int64) int64 {
+	if !m.opts.Sync || m.opts.MinInSync <= 1 {
+		return end
+	}
+	need := m.opts.MinInSync - 1
+	m.mu.Lock()
+	var buf [8]int64
+	acks := buf[:0]
+	for l := range m.replicas {
+		acks = append(acks, l.acked)
+	}
+	m.mu.Unlock()
+	if len(acks) < need {
+		return 0
+	}
+	slices.Sort(acks)
+	return min(end, acks[len(acks)-need])
 }
 
 // WaitReplicated returns once MinInSync members, the master included,

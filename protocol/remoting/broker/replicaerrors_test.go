@@ -37,6 +37,9 @@ func (s *stubReplicator) WaitReplicated(context.Context, int64) error {
 	return nil
 }
 
+// Confirmed lets consumers read everything: these tests are about sends.
+func (s *stubReplicator) Confirmed(end int64) int64 { return end }
+
 // With sync replication a send too few replicas can take is refused with
 // SYSTEM_ERROR (nothing stored, producers retry), and one the replicas
 // did not confirm is FLUSH_SLAVE_TIMEOUT with its result.
