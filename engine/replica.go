@@ -156,14 +156,14 @@ type replication struct {
 	// mu orders role changes with writes: every append to the log holds
 	// it for reading, Promote, Demote and Truncate hold it for writing,
 	// so none of them races with a write of the other role.
-	mu     sync.RWMutex
-	role   Role // under mu
+	mu   sync.RWMutex
+	role Role // under mu
 	// master mirrors role == RoleMaster for the dispatcher, which must
 	// not take mu (Promote holds it while waiting for the dispatcher).
 	master atomic.Bool
 	// kept is the end of the log this member knows the group keeps
 	// (see readableEnd).
-	kept atomic.Int64
+	kept   atomic.Int64
 	epochs *epoch.File
 	// cuts counts truncations, so followers notice them; cutAt holds
 	// each one's offset, in order.
