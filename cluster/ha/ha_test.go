@@ -405,3 +405,41 @@ func TestAckPastEndClosesLink(t *testing.T) {
 		t.Fatalf("WaitReplicated after the lie: %v, want ErrReplicaTimeout", err)
 	}
 }
+
+// A master whose lease ran out refuses writes as a replica would, before
+// its heartbeat loop notices; an extended lease lets them through again.
+func TestLeaseFencesWrites(t *testing.T) {
+	m := NewMaster(MasterOptions{Logger: quiet})
+	if err := m.CheckWrite(); err != nil {
+		t.Fatalf("no lease yet: %v", err)
+	}
+	m.ExtendLease(time.Now().Add(-time.Millisecond))
+	if err := m.CheckWrite(); !errors.Is(err, engine.ErrNotMaster) {
+		t.Fatalf("past the lease: %v, want ErrNotMaster", err)
+	}
+	m.ExtendLease(time.Now().Add(time.Hour))
+	if err := m.CheckWrite(); err != nil {
+		t.Fatalf("within the lease: %v", err)
+	}
+}
+
+// Confirmed is the highest offset MinInSync members hold: with two
+// replicas and three members required, the lower acknowledgement.
+func TestConfirmed(t *testing.T) {
+	m := NewMaster(MasterOptions{Sync: true, MinInSync: 3, Logger: quiet})
+	if got := m.Confirmed(500); got != 0 {
+		t.Fatalf("no replica: confirmed %d, want 0", got)
+	}
+	m.add(&link{id: "r1", acked: 400}, 500)
+	if got := m.Confirmed(500); got != 0 {
+		t.Fatalf("one replica of two: confirmed %d, want 0", got)
+	}
+	m.add(&link{id: "r2", acked: 300}, 500)
+	if got := m.Confirmed(500); got != 300 {
+		t.Fatalf("confirmed %d, want 300", got)
+	}
+	async := NewMaster(MasterOptions{Logger: quiet})
+	if got := async.Confirmed(500); got != 500 {
+		t.Fatalf("async: confirmed %d, want the end", got)
+	}
+}

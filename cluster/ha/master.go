@@ -11,6 +11,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
@@ -112,7 +113,19 @@ type Master struct {
 	mu       sync.Mutex
 	replicas map[*link]struct{}
 	changed  chan struct{} // closed and replaced when an ack arrives or a link ends
+
+	// leaseEnd, when not zero, is the time (Unix ns) past which writes
+	// are refused: see ExtendLease.
+	leaseEnd atomic.Int64
 }
+
+// ExtendLease lets the master take writes until the given time. A broker
+// whose role comes from a controller extends it with each answered
+// heartbeat; a master that cannot reach the controller for longer (a
+// pause, a partition) refuses writes from the lease's end, at once, even
+// before its next heartbeat fails, since the controller may elect
+// another master from then on. Without a call, writes have no lease.
+func (m *Master) ExtendLease(until time.Time) { m.leaseEnd.Store(until.UnixNano()) }
 
 var _ engine.Replicator = (*Master)(nil)
 
@@ -440,10 +453,14 @@ func (m *Master) Replicas() []ReplicaState {
 	return out
 }
 
-// CheckWrite refuses a write with engine.ErrInSyncReplicasNotEnough while
+// CheckWrite refuses a write with engine.ErrNotMaster once the lease
+// (ExtendLease) ran out, and with engine.ErrInSyncReplicasNotEnough while
 // fewer than MinInSync members (the master included) are in sync. It
-// allows every write with async replication.
+// allows every other write with async replication.
 func (m *Master) CheckWrite() error {
+	if until := m.leaseEnd.Load(); until != 0 && time.Now().UnixNano() > until {
+		return fmt.Errorf("%w: the lease from the controller ran out (another master may be elected); send to the group's current master", engine.ErrNotMaster)
+	}
 	if !m.opts.Sync {
 		return nil
 	}

@@ -91,6 +91,7 @@ func (c *controlled) run(ctx context.Context) {
 		cancel()
 		if err == nil {
 			lastOK = sent
+			c.master.ExtendLease(sent.Add(c.lease))
 		} else if c.epoch != 0 && time.Since(lastOK) > c.lease {
 			// The controller may be electing another master: stop
 			// acknowledging before it can.
