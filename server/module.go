@@ -136,6 +136,10 @@ type ProvisionContext struct {
 	Config *config.Config
 	// Logger has a "module" attribute.
 	Logger *slog.Logger
+	// Flag returns the value of any module's flag by name (another
+	// module's flags are not in the set a module binds), and whether some
+	// module declares it.
+	Flag func(name string) (string, bool)
 }
 
 // Validator checks the module's settings. It runs after Provision and
@@ -196,6 +200,16 @@ type RoleReporter interface {
 	ReplicationRole() string
 }
 
+// ReplicationInfoReporter is a RoleReporter that describes its
+// replication as key-value figures (role, epoch, in-sync set, lag), which
+// the remoting broker adds to its runtime information
+// (GET_BROKER_RUNTIME_INFO). ReplicationInfo is called from other
+// modules' goroutines, also before the module starts; nil means no
+// replication.
+type ReplicationInfoReporter interface {
+	ReplicationInfo() map[string]string
+}
+
 // StopFunc is a stop function such as a module's Start may keep; its
 // Stop calls it, and does nothing when it is nil (Start failed or never
 // ran).
@@ -228,6 +242,9 @@ type Host struct {
 	// EngineOptions are the options Engine was opened with, defaults
 	// applied. Read only.
 	EngineOptions engine.Options
+	// Replication, when a module replicates the node (a
+	// ReplicationInfoReporter), returns its figures; nil otherwise.
+	Replication func() map[string]string
 	// Announce announces a listener the module bound itself (MQTT's
 	// WebSocket and TLS listeners) as the server does its own: a log
 	// line and "karman: <name> listening on <addr>" on Options.Announce.

@@ -125,7 +125,7 @@ func New(o Options) (*Server, error) {
 	for _, mi := range ordered {
 		m := byID[mi.ID]
 		if p, ok := m.(Provisioner); ok {
-			if err := p.Provision(ProvisionContext{Config: o.Config, Logger: s.moduleLogger(mi)}); err != nil {
+			if err := p.Provision(ProvisionContext{Config: o.Config, Logger: s.moduleLogger(mi), Flag: flagLookup(o)}); err != nil {
 				s.cleanup()
 				return nil, fmt.Errorf("server: provision %s: %w", mi.ID, err)
 			}
@@ -255,6 +255,12 @@ func (s *Server) start(ctx context.Context) error {
 	}
 
 	engOpts := *opts.EnsureDefaults()
+	var replication func() map[string]string
+	for _, m := range s.mods {
+		if r, ok := m.(ReplicationInfoReporter); ok && replication == nil {
+			replication = r.ReplicationInfo
+		}
+	}
 	for _, m := range s.mods {
 		mi := info(m)
 		ln := lns[mi.name()]
@@ -267,6 +273,7 @@ func (s *Server) start(ctx context.Context) error {
 				Metrics:       s.ms.Registry,
 				Addrs:         maps.Clone(addrs),
 				EngineOptions: engOpts,
+				Replication:   replication,
 				Announce:      s.announce,
 			})
 			if err != nil {
@@ -433,6 +440,21 @@ func flagValue(o Options, name, def string) string {
 		}
 	}
 	return def
+}
+
+// flagLookup returns the value of a flag of any module, for
+// ProvisionContext.Flag.
+func flagLookup(o Options) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if o.Flags == nil {
+			return "", false
+		}
+		f := o.Flags.Lookup(name)
+		if f == nil {
+			return "", false
+		}
+		return f.Value.String(), true
+	}
 }
 
 func (s *Server) stats() (engine.Stats, bool) {

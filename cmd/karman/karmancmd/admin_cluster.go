@@ -3,7 +3,10 @@ package karmancmd
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/admin"
 	"github.com/spf13/cobra"
@@ -18,13 +21,17 @@ func newAdminClusterCmd(f *adminFlags) *cobra.Command {
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
-		Short: "List every broker: cluster, name, id (0 = master), address and what it reports of itself",
+		Short: "List every broker: cluster, name, id (0 = master), address, replication and what it reports of itself",
 		Long: `List every broker the name servers know: cluster, broker name, id (0 is
 the master) and address, and what each says of itself in
-GET_BROKER_RUNTIME_INFO: version, messages stored (IN) and pulled (OUT)
-per second over the last 10 seconds and since midnight, and how full
-the disk holding its commit log is. A broker that does not answer shows
-"-" and its error goes to standard error.`,
+GET_BROKER_RUNTIME_INFO: its replication (ROLE, with its id in the
+group; the group's master EPOCH; the IN SYNC set by id, "0" being a
+master without a controller; LAG in bytes: a replica's own, or each
+replica's as id:bytes on its master), version, messages stored (IN)
+and pulled (OUT) per second over the last 10 seconds and since
+midnight, and how full the disk holding its commit log is. A broker
+that does not replicate is a master alone. A broker that does not
+answer shows "-" and its error goes to standard error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd, func(c *admin.Client) (any, error) {
@@ -92,15 +99,45 @@ type brokerWithStatus struct {
 }
 
 func writeBrokerList(w io.Writer, v any) {
-	row(w, "CLUSTER", "BROKER", "ID", "ADDRESS", "VERSION", "IN TPS", "OUT TPS", "IN TODAY", "OUT TODAY", "DISK")
+	row(w, "CLUSTER", "BROKER", "ID", "ADDRESS", "ROLE", "EPOCH", "IN SYNC", "LAG", "VERSION", "IN TPS", "OUT TPS", "IN TODAY", "OUT TODAY", "DISK")
 	for _, b := range v.(*brokerList).Brokers {
 		s := b.Status
 		if s == nil {
-			row(w, b.Cluster, b.Name, b.ID, b.Addr, "-", "-", "-", "-", "-", "-")
+			row(w, b.Cluster, b.Name, b.ID, b.Addr, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")
 			continue
 		}
-		row(w, b.Cluster, b.Name, b.ID, b.Addr, s.Version,
+		role, epoch, inSync, lag := replicationColumns(s.Replication)
+		row(w, b.Cluster, b.Name, b.ID, b.Addr, role, epoch, inSync, lag, s.Version,
 			strconv.FormatFloat(s.InTPS, 'f', 1, 64), strconv.FormatFloat(s.OutTPS, 'f', 1, 64),
 			s.InToday, s.OutToday, fmt.Sprintf("%.1f%%", s.DiskRatio*100))
 	}
+}
+
+// replicationColumns are the ROLE, EPOCH, IN SYNC and LAG cells of a
+// broker: its role (with its id in the group when it has one), the master
+// epoch, the in-sync set by id, and the lag in bytes (a replica's own,
+// or each replica's as "id:bytes" on a master). A broker that does not
+// replicate is a master alone: "master", "-", "-", "-".
+func replicationColumns(r *admin.Replication) (role, epoch, inSync, lag string) {
+	if r == nil {
+		return "master", "-", "-", "-"
+	}
+	role, epoch, inSync, lag = r.Role, strconv.FormatInt(r.MasterEpoch, 10), "-", "-"
+	if r.BrokerID != "" {
+		role += "(" + r.BrokerID + ")"
+	}
+	if len(r.InSync) > 0 {
+		inSync = strings.Join(r.InSync, ",")
+	}
+	switch {
+	case r.LagBytes != nil:
+		lag = strconv.FormatInt(*r.LagBytes, 10)
+	case len(r.ReplicaLagBytes) > 0:
+		var parts []string
+		for _, id := range slices.Sorted(maps.Keys(r.ReplicaLagBytes)) {
+			parts = append(parts, id+":"+strconv.FormatInt(r.ReplicaLagBytes[id], 10))
+		}
+		lag = strings.Join(parts, ",")
+	}
+	return role, epoch, inSync, lag
 }

@@ -214,3 +214,25 @@ hello
 		t.Errorf("message get:\n%s\nwant:\n%s", buf.String(), want)
 	}
 }
+
+func TestReplicationColumns(t *testing.T) {
+	lag := int64(4096)
+	for _, tc := range []struct {
+		name string
+		r    *admin.Replication
+		want [4]string
+	}{
+		{"single broker", nil, [4]string{"master", "-", "-", "-"}},
+		{"controlled master", &admin.Replication{Role: "master", BrokerID: "1", Controlled: true, MasterEpoch: 3, InSync: []string{"1", "2"},
+			ReplicaLagBytes: map[string]int64{"3": 100, "2": 0}}, [4]string{"master(1)", "3", "1,2", "2:0,3:100"}},
+		{"replica", &admin.Replication{Role: "replica", BrokerID: "2", MasterEpoch: 3, LagBytes: &lag}, [4]string{"replica(2)", "3", "-", "4096"}},
+		{"master without replicas", &admin.Replication{Role: "master", MasterEpoch: 1, InSync: []string{"0"}}, [4]string{"master", "1", "0", "-"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			role, epoch, inSync, lag := replicationColumns(tc.r)
+			if got := [4]string{role, epoch, inSync, lag}; got != tc.want {
+				t.Errorf("replicationColumns = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -79,6 +79,10 @@ type Options struct {
 	// (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY). Default
 	// DefaultClientCallTimeout (10 s, as Java).
 	ClientCallTimeout time.Duration
+	// RuntimeInfo, when set, adds figures to the GET_BROKER_RUNTIME_INFO
+	// table (a replicated broker's role, epoch and lag); they never
+	// replace the broker's own. Called for each request.
+	RuntimeInfo func() map[string]string
 	// Logger receives the broker's log records (never one per message).
 	// Default discards.
 	Logger *slog.Logger

@@ -150,6 +150,13 @@ func (b *Broker) getBrokerRuntimeInfo(ctx context.Context, c *server.Conn, req *
 		"earliestMessageTimeStamp":        i64(b.earliestStoreTime(st.LogMinOffset)),
 		"runtime":                         runtimeString(time.Since(boot)),
 	}
+	if b.opts.RuntimeInfo != nil {
+		for k, v := range b.opts.RuntimeInfo() {
+			if _, own := table[k]; !own {
+				table[k] = v
+			}
+		}
+	}
 	return jsonResponse(req, wire.KVTable{Table: table})
 }
 

@@ -190,3 +190,23 @@ func TestUpdateBrokerConfig(t *testing.T) {
 		t.Errorf("pull of an empty queue answered SUCCESS")
 	}
 }
+
+// Options.RuntimeInfo adds figures to the table and never replaces the
+// broker's own.
+func TestBrokerRuntimeInfoExtra(t *testing.T) {
+	h := newHarnessWith(t, harnessOptions{broker: Options{RuntimeInfo: func() map[string]string {
+		return map[string]string{"haRole": "replica", "haLagBytes": "42", "brokerVersionDesc": "other"}
+	}}})
+	p := h.dial(nil)
+	resp := invoke(t, p, request(wire.GetBrokerRuntimeInfo, nil, nil))
+	wantCode(t, resp, wire.Success)
+	var kv wire.KVTable
+	if err := json.Unmarshal(resp.Body, &kv); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"haRole": "replica", "haLagBytes": "42", "brokerVersionDesc": "V5_3_0"} {
+		if got := kv.Table[k]; got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,11 +55,13 @@ var Info = karman.ModuleInfo{
 // limit less room for the header, whose properties may take 32 KiB.
 const MaxMessageSize = wire.DefaultMaxFrameSize - 64<<10
 
-// brokerID is the id the broker registers with: 0 for a master, 1 for a
-// replica (cluster.ha), which clients then never send to.
-func brokerID(e *engine.Engine) int64 {
+// brokerID is the id the broker registers with: 0 for a master, replica
+// (1 or more) for a replica (cluster.ha), which clients then never send
+// to. Each replica of a group needs its own id: the name server keeps one
+// address per id.
+func brokerID(e *engine.Engine, replica int64) int64 {
 	if e.Role() == engine.RoleReplica {
-		return 1
+		return replica
 	}
 	return 0
 }
@@ -66,14 +70,35 @@ func brokerID(e *engine.Engine) int64 {
 // with, asked before each registration: its id as brokerID says, and the
 // epoch of its log, so that a new master (a higher epoch) takes id 0 from
 // the one it replaced.
-func registeredRole(e *engine.Engine) func() (int64, int64) {
+func registeredRole(e *engine.Engine, replica int64) func() (int64, int64) {
 	return func() (int64, int64) {
 		var epoch int64
 		if eps := e.Epochs(); len(eps) > 0 {
 			epoch = int64(eps[len(eps)-1].Epoch)
 		}
-		return brokerID(e), epoch
+		return brokerID(e, replica), epoch
 	}
+}
+
+// HABrokerIDFlag is the replication module's flag whose value, when set,
+// is the id this broker registers with as a replica: with a controller,
+// the id the controller knows it by.
+const HABrokerIDFlag = "ha-broker-id"
+
+// maxDerivedID bounds the ids ReplicaID derives from addresses.
+const maxDerivedID = 1_000_000
+
+// ReplicaID is the id a replica registers with: configured when it is
+// 1 or more, else derived from its advertised address (stable across
+// restarts at the same address, and distinct between the replicas of a
+// group with a probability of about one in a million per pair).
+func ReplicaID(configured int64, advertise string) int64 {
+	if configured > 0 {
+		return configured
+	}
+	h := fnv.New32a()
+	h.Write([]byte(advertise))
+	return 1 + int64(h.Sum32()%maxDerivedID)
 }
 
 // roleCheckInterval is how often the broker looks for a change of its
@@ -85,6 +110,7 @@ func init() { karman.RegisterModule(Info) }
 // Interface guards: the life-cycle steps the broker takes part in.
 var (
 	_ karman.FlagBinder       = (*Module)(nil)
+	_ karman.Provisioner      = (*Module)(nil)
 	_ karman.Validator        = (*Module)(nil)
 	_ karman.EngineConfigurer = (*Module)(nil)
 	_ karman.Starter          = (*Module)(nil)
@@ -112,6 +138,24 @@ func (*Module) KarmanModule() karman.ModuleInfo { return Info }
 
 // BindFlags adds the broker's flags to fs.
 func (m *Module) BindFlags(fs *pflag.FlagSet) { bindFlags(fs, &m.Config) }
+
+// Provision takes the id the broker registers with as a replica from
+// the replication module's --ha-broker-id, when it is set.
+func (m *Module) Provision(pc karman.ProvisionContext) error {
+	if m.Config.ReplicaID != 0 || pc.Flag == nil {
+		return nil
+	}
+	v, ok := pc.Flag(HABrokerIDFlag)
+	if !ok {
+		return nil
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 0 {
+		return fmt.Errorf("broker: --%s %q: want an id, 1 or more", HABrokerIDFlag, v)
+	}
+	m.Config.ReplicaID = id
+	return nil
+}
 
 // Validate checks the settings the flags cannot.
 func (m *Module) Validate() error {
@@ -160,6 +204,10 @@ type Config struct {
 	// handled, across all connections (server.Options.MaxInflightBytes);
 	// zero means server.DefaultMaxInflightBytes.
 	MaxInflightBytes config.ByteSize
+	// ReplicaID is the id the broker registers with while it is a
+	// replica; 0 derives one from the advertised address (ReplicaID).
+	// The module takes it from --ha-broker-id.
+	ReplicaID int64
 }
 
 // bindFlags adds the broker's flags to fs, filling c.
@@ -218,6 +266,7 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 		Addr:             advertise,
 		AutoCreateTopics: h.EngineOptions.AutoCreateTopics,
 		AutoCreateGroups: h.EngineOptions.AutoCreateGroups,
+		RuntimeInfo:      h.Replication,
 		Logger:           h.Logger,
 	})
 	mux := server.NewMux()
@@ -240,7 +289,7 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 			NameServers: nameServers,
 			Cluster:     cfg.ClusterName,
 			BrokerName:  b.Options().BrokerName,
-			Role:        registeredRole(h.Engine),
+			Role:        registeredRole(h.Engine, ReplicaID(cfg.ReplicaID, advertise)),
 			BrokerAddr:  advertise,
 			Topics:      b.TopicConfigs,
 			Logger:      h.Logger,

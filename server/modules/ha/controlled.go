@@ -46,6 +46,15 @@ type controlled struct {
 
 	mu      sync.Mutex
 	current *ha.Replica // for metrics
+	last    controller.Group
+	hasLast bool
+}
+
+// group returns the group's record from the controller's last answer.
+func (c *controlled) group() (controller.Group, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last, c.hasLast
 }
 
 func (c *controlled) run(ctx context.Context) {
@@ -115,6 +124,9 @@ func (c *controlled) run(ctx context.Context) {
 
 // act brings the broker to the role the group's record gives it.
 func (c *controlled) act(ctx context.Context, g controller.Group) {
+	c.mu.Lock()
+	c.last, c.hasLast = g, true
+	c.mu.Unlock()
 	me := c.reg.BrokerID
 	if g.MasterID != me {
 		if c.epoch != 0 || c.eng.Role() == engine.RoleMaster {
@@ -179,7 +191,12 @@ func (c *controlled) reportInSync(ctx context.Context, g controller.Group) {
 	if slices.Equal(set, g.SyncStateSet) {
 		return
 	}
-	_, err := c.cl.AlterSyncStateSet(ctx, controller.AlterSyncStateSetRequest{Group: g.Name, MasterID: c.reg.BrokerID, MasterEpoch: g.MasterEpoch, SyncStateSet: set})
+	ng, err := c.cl.AlterSyncStateSet(ctx, controller.AlterSyncStateSetRequest{Group: g.Name, MasterID: c.reg.BrokerID, MasterEpoch: g.MasterEpoch, SyncStateSet: set})
+	if err == nil {
+		c.mu.Lock()
+		c.last = ng
+		c.mu.Unlock()
+	}
 	switch {
 	case errors.Is(err, controller.ErrFenced):
 		c.log.Warn("ha: the controller fenced this master; demoted", "epoch", g.MasterEpoch, "err", err)

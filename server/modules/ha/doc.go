@@ -15,12 +15,17 @@
 //	                           message before a sync send is acknowledged (2)
 //	--ha-ack-timeout           how long a sync send waits for them (3s); past
 //	                           it the producer gets FLUSH_SLAVE_TIMEOUT
+//	--ha-broker-id             the id a replica registers with at the name
+//	                           servers (1 or more); default: derived from
+//	                           its advertised address, so that the replicas
+//	                           of a group do not share one
 //
 // With --ha-controller instead, the role comes from the controller quorum
 // (package cluster/controller, "karman controller"):
 //
 //	--ha-controller            the quorum's request addresses, host:port,...
-//	--ha-broker-id             this broker's id in its group (1 or more)
+//	--ha-broker-id             this broker's id in its group (1 or more), also
+//	                           its id at the name servers while a replica
 //	--ha-advertise-addr        host:port replicas dial for --ha-addr; default:
 //	                           the listener's, with the broker's host (else
 //	                           127.0.0.1) for an unspecified one

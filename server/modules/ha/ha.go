@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/karmanmq/karman/cluster/ha"
 	"github.com/karmanmq/karman/engine"
 	karman "github.com/karmanmq/karman/server"
+	"github.com/karmanmq/karman/server/modules/broker"
 )
 
 // ID and Name of the module; its flags are --ha-*.
@@ -85,7 +87,6 @@ type Config struct {
 type Module struct {
 	Config Config
 
-	fs      *pflag.FlagSet
 	master  *ha.Master
 	replica *ha.Replica
 	cancel  context.CancelFunc
@@ -93,6 +94,10 @@ type Module struct {
 	addr    net.Addr
 	ctl     *controlled
 	running atomic.Bool // Start set master or replica
+	eng     *engine.Engine
+	// replicaID is the id a --ha-role replica gives its master and
+	// registers with at the name servers.
+	replicaID string
 }
 
 // Status is what the module reports in the API's overview.
@@ -164,7 +169,6 @@ func (*Module) KarmanModule() karman.ModuleInfo { return Info }
 // BindFlags adds the --ha-* flags.
 func (m *Module) BindFlags(fs *pflag.FlagSet) {
 	c := &m.Config
-	m.fs = fs
 	fs.StringVar(&c.Role, Name+"-role", c.Role, `"master" or "replica" of a broker group; empty: no replication`)
 	fs.StringVar(&c.Addr, Name+"-addr", c.Addr, "where a master serves its replicas")
 	fs.StringVar(&c.Master, Name+"-master", c.Master, "the master's --ha-addr, host:port (replica)")
@@ -172,7 +176,7 @@ func (m *Module) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MinInSync, Name+"-min-insync-replicas", c.MinInSync, "members, the master included, that hold a message before a sync send is acknowledged")
 	fs.DurationVar(&c.AckTimeout, Name+"-ack-timeout", c.AckTimeout, "how long a sync send waits for the replicas")
 	fs.StringSliceVar(&c.Controllers, Name+"-controller", c.Controllers, "controller quorum request addresses, host:port separated by commas: the broker's role comes from the controller (instead of --ha-role)")
-	fs.Int64Var(&c.BrokerID, Name+"-broker-id", c.BrokerID, "this broker's id in its group (1 or more), with --ha-controller")
+	fs.Int64Var(&c.BrokerID, Name+"-broker-id", c.BrokerID, "this broker's id in its group (1 or more): required with --ha-controller; a replica registers with the name servers under it (default: derived from its address)")
 	fs.StringVar(&c.AdvertiseAddr, Name+"-advertise-addr", c.AdvertiseAddr, "host:port replicas dial to reach this broker's --ha-addr, with --ha-controller; default: --ha-addr's, the broker's host when unspecified")
 	fs.DurationVar(&c.HeartbeatInterval, Name+"-heartbeat-interval", c.HeartbeatInterval, "how often the broker sends the controller a heartbeat, with --ha-controller")
 	fs.DurationVar(&c.Lease, Name+"-controller-lease", c.Lease, "a master with no heartbeat answered for this long stops taking writes; keep it below the controller's --broker-heartbeat-timeout less two heartbeat intervals")
@@ -183,6 +187,9 @@ func (m *Module) Validate() error {
 	c := &m.Config
 	if len(c.Controllers) > 0 {
 		return m.validateControlled()
+	}
+	if c.BrokerID < 0 {
+		return fmt.Errorf("ha: --%s-broker-id %d: want 1 or more", Name, c.BrokerID)
 	}
 	switch c.Role {
 	case RoleNone:
@@ -209,19 +216,21 @@ func (m *Module) Validate() error {
 	return nil
 }
 
-// Provision reads the group name from the broker's flag.
-func (m *Module) Provision(karman.ProvisionContext) error {
+// Provision reads the group's name and cluster and the broker's
+// advertised address from the broker's flags.
+func (m *Module) Provision(pc karman.ProvisionContext) error {
 	m.Config.BrokerName = "broker-a"
-	if m.fs != nil {
-		if f := m.fs.Lookup("broker-name"); f != nil {
-			m.Config.BrokerName = f.Value.String()
-		}
-		if f := m.fs.Lookup("broker-cluster"); f != nil {
-			m.Config.Cluster = f.Value.String()
-		}
-		if f := m.fs.Lookup("broker-advertise-addr"); f != nil {
-			m.Config.BrokerAddr = f.Value.String()
-		}
+	if pc.Flag == nil {
+		return nil
+	}
+	if v, ok := pc.Flag("broker-name"); ok && v != "" {
+		m.Config.BrokerName = v
+	}
+	if v, ok := pc.Flag("broker-cluster"); ok {
+		m.Config.Cluster = v
+	}
+	if v, ok := pc.Flag("broker-advertise-addr"); ok {
+		m.Config.BrokerAddr = v
 	}
 	return nil
 }
@@ -255,6 +264,7 @@ func (m *Module) ConfigureEngine(o *engine.Options, _ map[string]net.Addr) error
 // Start serves the replicas (master) or follows the master (replica).
 func (m *Module) Start(ctx context.Context, h karman.Host) error {
 	c := &m.Config
+	m.eng = h.Engine
 	if len(c.Controllers) > 0 {
 		return m.startControlled(h)
 	}
@@ -290,9 +300,13 @@ func (m *Module) Start(ctx context.Context, h karman.Host) error {
 			}
 		})
 	case RoleReplica:
+		m.replicaID = fmt.Sprint(h.Addrs["broker"])
+		if adv, err := broker.Advertise(h.Addrs["broker"], c.BrokerAddr); err == nil {
+			m.replicaID = strconv.FormatInt(broker.ReplicaID(c.BrokerID, adv), 10)
+		}
 		m.replica = ha.NewReplica(h.Engine, ha.ReplicaOptions{
 			BrokerName:  c.BrokerName,
-			ID:          fmt.Sprint(h.Addrs["broker"]),
+			ID:          m.replicaID,
 			SegmentSize: h.EngineOptions.SegmentSize,
 			Logger:      h.Logger,
 		})

@@ -240,3 +240,20 @@ func TestOverview(t *testing.T) {
 		t.Errorf("replica's overview: %+v %+v", o, o.Status.HA)
 	}
 }
+
+// Provision takes the group, cluster and advertised address from the
+// broker module's flags, which are not in the module's own flag set.
+func TestProvisionReadsBrokerFlags(t *testing.T) {
+	flags := map[string]string{"broker-name": "broker-b", "broker-cluster": "C1", "broker-advertise-addr": "10.0.0.1:10911"}
+	m := ha.New()
+	if err := m.Provision(server.ProvisionContext{Flag: func(n string) (string, bool) { v, ok := flags[n]; return v, ok }}); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Config; c.BrokerName != "broker-b" || c.Cluster != "C1" || c.BrokerAddr != "10.0.0.1:10911" {
+		t.Fatalf("after Provision: name %q cluster %q addr %q", c.BrokerName, c.Cluster, c.BrokerAddr)
+	}
+	m = ha.New()
+	if err := m.Provision(server.ProvisionContext{}); err != nil || m.Config.BrokerName != "broker-a" {
+		t.Fatalf("without flags: %v, name %q", err, m.Config.BrokerName)
+	}
+}
