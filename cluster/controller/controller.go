@@ -105,8 +105,65 @@ type Controller struct {
 	leaderSince time.Time // zero while not the leader
 	noCandidate map[string]int32
 
+	// elections counts the masters this node elected while it led, by
+	// group and trigger; failed the elections that found no candidate.
+	elections map[electionKey]uint64
+	failed    map[string]uint64
+
 	stop chan struct{}
 	done chan struct{}
+}
+
+type electionKey struct{ group, trigger string }
+
+// Triggers of an election, in Metrics.
+const (
+	TriggerHeartbeat = "heartbeat" // the master's heartbeats stopped
+	TriggerRequest   = "request"   // a broker asked (Elect)
+)
+
+// Election is a count of the elections this node made as the leader.
+type Election struct {
+	Group   string
+	Trigger string // TriggerHeartbeat or TriggerRequest
+	Count   uint64
+}
+
+// Metrics is a node's figures for monitoring.
+type Metrics struct {
+	Leader bool
+	// Elections counts the new masters this node elected while it led,
+	// since it started, by group and trigger.
+	Elections []Election
+	// NoCandidate counts, by group, elections this node tried that found
+	// no broker it could elect.
+	NoCandidate map[string]uint64
+}
+
+// Metrics returns the node's figures.
+func (c *Controller) Metrics() Metrics {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := Metrics{Leader: c.IsLeader(), NoCandidate: maps.Clone(c.failed)}
+	for k, n := range c.elections {
+		m.Elections = append(m.Elections, Election{Group: k.group, Trigger: k.trigger, Count: n})
+	}
+	slices.SortFunc(m.Elections, func(a, b Election) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Trigger, b.Trigger))
+	})
+	return m
+}
+
+// counted records an election's outcome.
+func (c *Controller) counted(group, trigger string, old Group, g Group, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil && g.MasterEpoch != old.MasterEpoch:
+		c.elections[electionKey{group, trigger}]++
+	case errors.Is(err, ErrNoCandidate):
+		c.failed[group]++
+	}
 }
 
 type beatKey struct {
@@ -134,6 +191,8 @@ func Open(opts Options) (_ *Controller, err error) {
 		fsm:         &fsm{s: newState()},
 		beats:       map[beatKey]beat{},
 		noCandidate: map[string]int32{},
+		elections:   map[electionKey]uint64{},
+		failed:      map[string]uint64{},
 		stop:        make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
@@ -354,7 +413,9 @@ func (c *Controller) Elect(r ElectRequest) (Group, error) {
 			cands = append([]int64{r.BrokerID}, slices.Delete(cands, i, i+1)...)
 		}
 	}
-	return c.apply(command{Elect: &elect{Group: r.Group, Candidates: cands, Unclean: c.opts.AllowUncleanElection}})
+	ng, err := c.apply(command{Elect: &elect{Group: r.Group, Candidates: cands, Unclean: c.opts.AllowUncleanElection}})
+	c.counted(r.Group, TriggerRequest, g, ng, err)
+	return ng, err
 }
 
 // alive reports whether a broker's last heartbeat is within the timeout;
@@ -456,6 +517,7 @@ func (c *Controller) checkMasters(now time.Time) {
 		}
 		cands := c.candidates(g, now)
 		ng, err := c.apply(command{Elect: &elect{Group: g.Name, Candidates: cands, Unclean: c.opts.AllowUncleanElection}})
+		c.counted(g.Name, TriggerHeartbeat, g, ng, err)
 		switch {
 		case err == nil:
 			c.log.Warn("master lost its heartbeat; elected a new one", "group", g.Name,

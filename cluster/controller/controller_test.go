@@ -193,6 +193,17 @@ func TestQuorumRegisterElectFailover(t *testing.T) {
 		t.Fatalf("elect preferring out-of-sync 3: %+v, %v; want 2 at epoch 3", g, err)
 	}
 
+	// The leader counted one election for the lost heartbeat and one
+	// asked for; the followers none.
+	if m := lead.c.Metrics(); !m.Leader || fmt.Sprint(m.Elections) != "[{broker-a heartbeat 1} {broker-a request 1}]" {
+		t.Fatalf("leader's metrics %+v, want one election by heartbeat and one by request", m)
+	}
+	for _, n := range nodes {
+		if m := n.c.Metrics(); n != lead && (m.Leader || len(m.Elections) != 0) {
+			t.Fatalf("follower %s's metrics %+v", n.c.opts.ID, m)
+		}
+	}
+
 	// The controller leader goes away; the two others elect a leader and
 	// carry on with the same record.
 	lead.stop(t)
@@ -218,6 +229,9 @@ func TestQuorumRegisterElectFailover(t *testing.T) {
 	g = waitGroup(t, cl, 5*time.Second, "failover to 3", func(g Group) bool { return g.MasterID == 3 })
 	if g.MasterEpoch != 4 {
 		t.Fatalf("second failover: %+v, want epoch 4", g)
+	}
+	if m := newLead.c.Metrics(); fmt.Sprint(m.Elections) != "[{broker-a heartbeat 1}]" {
+		t.Fatalf("new leader's metrics %+v, want the one election it made", m)
 	}
 	for _, n := range rest {
 		deadline := time.Now().Add(5 * time.Second)

@@ -3,7 +3,9 @@ package karmancmd
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -91,6 +93,29 @@ func testControllerCommand(t *testing.T, command ...string) {
 	}
 	if err != nil || g.MasterID != 1 || g.MasterEpoch != 1 {
 		t.Fatalf("register: %+v, %v", g, err)
+	}
+	if g, err = cl.Elect(context.Background(), controller.ElectRequest{Group: "broker-a", BrokerID: 1}); err != nil || g.MasterEpoch != 2 {
+		t.Fatalf("elect: %+v, %v", g, err)
+	}
+	// GET /metrics on the request address: the node leads, made one
+	// election on request, and holds the group at epoch 2.
+	resp, err := http.Get("http://" + r.addrs["controller"] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		"karman_controller_leader 1\n",
+		`karman_controller_elections_total{group="broker-a",trigger="request"} 1` + "\n",
+		`karman_controller_master_epoch{group="broker-a"} 2` + "\n",
+		`karman_controller_in_sync_members{group="broker-a"} 1` + "\n",
+		`karman_controller_members{group="broker-a"} 1` + "\n",
+		"go_goroutines ",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatalf("stop: %v", err)
