@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/karmanmq/karman/cluster/controller"
@@ -43,6 +44,10 @@ type controlled struct {
 	replicaDone chan struct{}
 	replica     *ha.Replica
 	lastErr     string
+
+	// promotions and demotions count the changes of role the
+	// controller's answers caused.
+	promotions, demotions atomic.Int64
 
 	mu      sync.Mutex
 	current *ha.Replica // for metrics
@@ -162,11 +167,15 @@ func (c *controlled) act(ctx context.Context, g controller.Group) {
 		return
 	}
 	c.epoch = g.MasterEpoch
+	c.promotions.Add(1)
 	c.serve()
 	c.log.Warn("ha: this broker is the group's master", "epoch", g.MasterEpoch)
 }
 
 func (c *controlled) demote() {
+	if c.epoch != 0 || c.eng.Role() == engine.RoleMaster {
+		c.demotions.Add(1)
+	}
 	if err := c.eng.Demote(); err != nil {
 		c.log.Error("ha: demotion failed", "err", err)
 	}

@@ -343,35 +343,84 @@ func (m *Module) Stop(ctx context.Context) error {
 }
 
 func (m *Module) registerMetrics(r prometheus.Registerer) error {
-	lag := prometheus.NewDesc("karman_replication_lag_bytes", "bytes of the master's commit log a replica does not hold, by replica (on a master) or of this replica", []string{"replica"}, nil)
-	insync := prometheus.NewDesc("karman_replication_in_sync", "1 while a replica counts as in sync, by replica (master)", []string{"replica"}, nil)
-	return r.Register(collector{m: m, lag: lag, insync: insync})
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return r.Register(collector{m: m,
+		lag:         d("karman_replication_lag_bytes", "bytes of the master's commit log a replica does not hold, by replica (on a master) or of this replica", "replica"),
+		insync:      d("karman_replication_in_sync", "1 while a replica counts as in sync, by replica (master)", "replica"),
+		master:      d("karman_ha_master", "1 while this broker is its group's master, 0 while it is a replica"),
+		epoch:       d("karman_ha_master_epoch", "the group's master epoch as this broker knows it"),
+		insyncSize:  d("karman_ha_in_sync_members", "members of the group's in-sync set, the master included (master, or the controller's record)"),
+		replicaLag:  d("karman_ha_replica_lag_bytes", "bytes of this master's commit log each replica does not hold, by replica id", "replica"),
+		replicaSecs: d("karman_ha_replica_lag_seconds", "how long each replica has not held this master's whole log, by replica id; 0 while it does", "replica"),
+		replicaIn:   d("karman_ha_replica_in_sync", "1 while a replica counts as in sync, by replica id (master)", "replica"),
+		ownLag:      d("karman_ha_lag_bytes", "bytes of the master's commit log this replica does not hold"),
+		promotions:  d("karman_ha_promotions_total", "times the controller made this broker its group's master"),
+		demotions:   d("karman_ha_demotions_total", "times this broker stopped being master: another was elected, the controller fenced it, or its lease ran out"),
+	})
 }
 
 type collector struct {
-	m           *Module
-	lag, insync *prometheus.Desc
+	m                                  *Module
+	lag, insync                        *prometheus.Desc
+	master, epoch, insyncSize          *prometheus.Desc
+	replicaLag, replicaSecs, replicaIn *prometheus.Desc
+	ownLag, promotions, demotions      *prometheus.Desc
 }
 
-func (c collector) Describe(ch chan<- *prometheus.Desc) { ch <- c.lag; ch <- c.insync }
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.lag, c.insync, c.master, c.epoch, c.insyncSize, c.replicaLag, c.replicaSecs, c.replicaIn, c.ownLag, c.promotions, c.demotions} {
+		ch <- d
+	}
+}
+
+func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
+	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	if c.m.master != nil {
-		for _, r := range c.m.master.Replicas() {
-			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(r.Lag), r.ID)
-			in := 0.0
-			if r.InSync {
-				in = 1
-			}
-			ch <- prometheus.MustNewConstMetric(c.insync, prometheus.GaugeValue, in, r.ID)
+	m := c.m
+	role := m.ReplicationRole()
+	if role == RoleNone {
+		return
+	}
+	if m.master != nil {
+		for _, r := range m.master.Replicas() {
+			ch <- gauge(c.lag, float64(r.Lag), r.ID)
+			ch <- gauge(c.insync, bit(r.InSync), r.ID)
 		}
 	}
-	if c.m.replica != nil {
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(c.m.replica.Lag()), "self")
+	if m.replica != nil {
+		ch <- gauge(c.lag, float64(m.replica.Lag()), "self")
 	}
-	if c.m.ctl != nil {
-		if lag, ok := c.m.ctl.replicaLag(); ok {
-			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag), "self")
+	if m.ctl != nil {
+		if lag, ok := m.ctl.replicaLag(); ok {
+			ch <- gauge(c.lag, float64(lag), "self")
+		}
+		ch <- prometheus.MustNewConstMetric(c.promotions, prometheus.CounterValue, float64(m.ctl.promotions.Load()))
+		ch <- prometheus.MustNewConstMetric(c.demotions, prometheus.CounterValue, float64(m.ctl.demotions.Load()))
+	}
+	ch <- gauge(c.master, bit(role == RoleMaster))
+	ch <- gauge(c.epoch, float64(m.masterEpoch()))
+	if set := m.inSyncSet(); set != nil {
+		ch <- gauge(c.insyncSize, float64(len(set)))
+	}
+	for _, r := range m.replicaLags() {
+		ch <- gauge(c.replicaLag, float64(r.Bytes), r.ID)
+		ch <- gauge(c.replicaSecs, r.Behind.Seconds(), r.ID)
+		ch <- gauge(c.replicaIn, bit(r.InSync), r.ID)
+	}
+	if role == RoleReplica {
+		if lag, ok := m.ownLag(); ok {
+			ch <- gauge(c.ownLag, float64(lag))
 		}
 	}
 }

@@ -36,7 +36,7 @@ type ReplicaLag struct {
 // replicaLags returns a master's replicas, or nil when this broker is not
 // serving as master.
 func (m *Module) replicaLags() []ReplicaLag {
-	if m.master == nil || !m.running.Load() || m.eng == nil || m.eng.Role() != engine.RoleMaster {
+	if m.master == nil || m.eng == nil || m.eng.Role() != engine.RoleMaster {
 		return nil
 	}
 	now := time.Now()

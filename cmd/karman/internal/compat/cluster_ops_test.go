@@ -4,6 +4,8 @@ package compat
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/karmanmq/karman/cluster/controller"
 )
 
 // noMQTT turns the MQTT listeners off for tests that do not use them.
@@ -138,4 +142,160 @@ func (k *karman) adminTable(args ...string) string {
 		k.t.Fatalf("karman admin %v: %v\n%s", args, err, out)
 	}
 	return string(out)
+}
+
+// metricsText returns k's /metrics, "" when it does not answer.
+func (k *karman) metricsText() string {
+	resp, err := http.Get("http://" + k.http + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// hasSeries reports whether a /metrics text holds the series with the
+// value: "name{labels} value".
+func hasSeries(text, series, value string) bool {
+	return slices.Contains(strings.Split(text, "\n"), series+" "+value)
+}
+
+// Three controllers and three brokers of one group taking their roles from
+// them, each a karman binary. The replicas register at the name server as
+// 2 and 3 (their controller ids), the master as 0; "admin cluster list"
+// shows the master epoch, the controller's in-sync set and each replica's
+// lag; /metrics of brokers and controllers have the roles, epochs, lags
+// and, after the master's kill -9, the promotion and the election.
+func TestClusterOpsWithController(t *testing.T) {
+	t.Parallel()
+	ns := startAux(t, "namesrv", "--addr", "127.0.0.1:0", "--log-level", "warn")["namesrv"]
+	var peers, apis []string
+	raft := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	for i, r := range raft {
+		peers = append(peers, fmt.Sprintf("c%d=%s", i+1, r))
+		apis = append(apis, freeAddr(t))
+	}
+	for i := range raft {
+		startAux(t, "controller", "--controller-id", fmt.Sprintf("c%d", i+1), "--controller-peers", strings.Join(peers, ","),
+			"--controller-addr", apis[i], "--data", t.TempDir(), "--broker-heartbeat-timeout", "2s", "--log-level", "warn")
+	}
+	broker := func(id string) []string {
+		return slices.Concat(noMQTT, []string{"--broker-namesrv", ns, "--broker-name", "broker-x", "--broker-cluster", "OpsCluster",
+			"--ha-controller", strings.Join(apis, ","), "--ha-broker-id", id, "--ha-addr", freeAddr(t),
+			"--ha-heartbeat-interval", "500ms", "--ha-controller-lease", "1s"})
+	}
+	b1 := startBinary(t, broker("1")...)
+	pollUntil(t, "broker 1 master", 30*time.Second, func() bool {
+		g, ok := controllerGroup(apis, "broker-x")
+		return ok && g.MasterID == 1
+	})
+	b2 := startBinary(t, broker("2")...)
+	b3 := startBinary(t, broker("3")...)
+	procs := map[string]*karmanProcess{"1": b1, "2": b2, "3": b3}
+	for _, p := range procs {
+		p.namesrv = ns
+	}
+	b1.createTopic("OpsTopic", 2)
+	p := b1.producer()
+	for i := range 10 {
+		p.send(primitive.NewMessage("OpsTopic", []byte(fmt.Sprint("m", i))))
+	}
+
+	var cl clusterList
+	pollUntil(t, "the group in sync at epoch 1 in cluster list", 30*time.Second, func() bool {
+		cl = clusterList{}
+		b1.adminCLI(&cl, "cluster", "list")
+		if len(cl.Brokers) != 3 {
+			return false
+		}
+		for _, br := range cl.Brokers {
+			if br.Status == nil || br.Status.Replication == nil {
+				return false
+			}
+			r := br.Status.Replication
+			if strings.Join(r.InSync, ",") != "1,2,3" || r.MasterEpoch != 1 {
+				return false
+			}
+			if r.Role == "replica" && (r.LagBytes == nil || *r.LagBytes != 0) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, br := range cl.Brokers {
+		r := br.Status.Replication
+		if br.Cluster != "OpsCluster" || br.Name != "broker-x" || !r.Controlled {
+			t.Errorf("broker %s: cluster %q name %q controlled %v", br.Addr, br.Cluster, br.Name, r.Controlled)
+		}
+		k := procs[r.BrokerID]
+		if k == nil || k.broker != br.Addr {
+			t.Fatalf("broker %s reports id %q", br.Addr, r.BrokerID)
+		}
+		wantID := map[string]int64{"1": 0, "2": 2, "3": 3}[r.BrokerID]
+		wantRole := map[bool]string{true: "master", false: "replica"}[r.BrokerID == "1"]
+		if br.ID != wantID || r.Role != wantRole {
+			t.Errorf("controller id %s: name-server id %d role %s, want %d %s", r.BrokerID, br.ID, r.Role, wantID, wantRole)
+		}
+		if r.Role == "master" && (r.ReplicaLagBytes["2"] != 0 || r.ReplicaLagBytes["3"] != 0 || len(r.ReplicaLagBytes) != 2) {
+			t.Errorf("master's view of its replicas: %v", r.ReplicaLagBytes)
+		}
+	}
+
+	for id, k := range procs {
+		master := map[bool]string{true: "1", false: "0"}[id == "1"]
+		pollUntil(t, "broker "+id+"'s replication metrics", 15*time.Second, func() bool {
+			m := k.metricsText()
+			ok := hasSeries(m, "karman_ha_master", master) && hasSeries(m, "karman_ha_master_epoch", "1") &&
+				hasSeries(m, "karman_ha_in_sync_members", "3") && hasSeries(m, "karman_ha_promotions_total", master) &&
+				hasSeries(m, "karman_ha_demotions_total", "0")
+			if id == "1" {
+				return ok && hasSeries(m, `karman_ha_replica_lag_bytes{replica="2"}`, "0") && hasSeries(m, `karman_ha_replica_lag_bytes{replica="3"}`, "0") &&
+					hasSeries(m, `karman_ha_replica_in_sync{replica="2"}`, "1") && hasSeries(m, `karman_ha_replica_lag_seconds{replica="3"}`, "0")
+			}
+			return ok && hasSeries(m, "karman_ha_lag_bytes", "0")
+		})
+	}
+
+	// The master dies: a replica is promoted at epoch 2 and counts it; the
+	// controller leader counts one election for the lost heartbeat.
+	b1.kill()
+	var g controller.Group
+	pollUntil(t, "a new master", 20*time.Second, func() bool {
+		var ok bool
+		g, ok = controllerGroup(apis, "broker-x")
+		return ok && g.MasterID != 1 && g.MasterEpoch == 2
+	})
+	nm := procs[strconv.FormatInt(g.MasterID, 10)]
+	pollUntil(t, "the new master's metrics", 15*time.Second, func() bool {
+		m := nm.metricsText()
+		return hasSeries(m, "karman_ha_master", "1") && hasSeries(m, "karman_ha_master_epoch", "2") && hasSeries(m, "karman_ha_promotions_total", "1")
+	})
+	pollUntil(t, "the controller leader's election count", 15*time.Second, func() bool {
+		for _, a := range apis {
+			resp, err := http.Get("http://" + a + "/metrics")
+			if err != nil {
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			m := string(b)
+			if hasSeries(m, "karman_controller_leader", "1") && hasSeries(m, `karman_controller_elections_total{group="broker-x",trigger="heartbeat"}`, "1") &&
+				hasSeries(m, `karman_controller_master_epoch{group="broker-x"}`, "2") {
+				return true
+			}
+		}
+		return false
+	})
+	pollUntil(t, "cluster list at epoch 2", 30*time.Second, func() bool {
+		cl = clusterList{}
+		nm.adminCLI(&cl, "cluster", "list")
+		for _, br := range cl.Brokers {
+			if br.ID == 0 && br.Addr == nm.broker && br.Status != nil && br.Status.Replication != nil &&
+				br.Status.Replication.Role == "master" && br.Status.Replication.MasterEpoch == 2 {
+				return true
+			}
+		}
+		return false
+	})
 }
