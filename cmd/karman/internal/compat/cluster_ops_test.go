@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/karmanmq/karman/cluster/controller"
 )
@@ -298,4 +300,52 @@ func TestClusterOpsWithController(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// Two name servers and a broker registered with both, each a karman
+// binary; a Go producer and push consumer are given both. One name server
+// is killed with SIGKILL: the clients go on sending and consuming, a
+// producer started afterwards finds its routes on the live one, and the
+// broker's registration of a topic created after the kill reaches it.
+func TestTwoNameServersOneKilled(t *testing.T) {
+	t.Parallel()
+	const topic, group = "TwoNsTopic", "two-ns-consumer"
+	ns1, kill1 := startAuxProc(t, "namesrv", "--addr", "127.0.0.1:0", "--log-level", "warn")
+	ns2 := startAux(t, "namesrv", "--addr", "127.0.0.1:0", "--log-level", "warn")["namesrv"]
+	both := []string{ns1["namesrv"], ns2}
+	b := startBinary(t, slices.Concat(noMQTT, []string{"--broker-namesrv", strings.Join(both, ",")})...)
+	b.namesrv = both[0] // createTopic waits for the route there
+	b.createTopic(topic, 4)
+	b.namesrv = ns2
+	b.waitRoute(topic)
+
+	p := b.producer(producer.WithNameServer(both), producer.WithRetry(2))
+	got := newReceived()
+	b.pushConsumer(group, topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess
+	}, consumer.WithNameServer(both))
+	for i := range 10 {
+		p.send(primitive.NewMessage(topic, []byte(fmt.Sprint("before-", i))))
+	}
+	got.waitFor(t, "the messages sent before the kill", 30*time.Second, func() bool { return got.distinct() == 10 })
+
+	if err := kill1.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	kill1.Wait()
+	for i := range 10 {
+		p.send(primitive.NewMessage(topic, []byte(fmt.Sprint("after-", i))))
+	}
+	got.waitFor(t, "the messages sent after the kill", 30*time.Second, func() bool { return got.distinct() == 20 })
+
+	// A topic created now is registered with the live name server, and a
+	// producer that starts now, given the dead one first, finds it there.
+	const later = "TwoNsLater"
+	b.createTopic(later, 2) // and waits for its route on ns2
+	p2 := b.producer(producer.WithNameServer(both), producer.WithRetry(2))
+	res := p2.send(primitive.NewMessage(later, []byte("later")))
+	if res.MessageQueue.BrokerName != "broker-a" {
+		t.Fatalf("send after the kill went to %+v", res.MessageQueue)
+	}
 }
