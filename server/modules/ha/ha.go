@@ -45,14 +45,15 @@ var Info = karman.ModuleInfo{
 func init() { karman.RegisterModule(Info) }
 
 var (
-	_ karman.FlagBinder       = (*Module)(nil)
-	_ karman.Validator        = (*Module)(nil)
-	_ karman.Provisioner      = (*Module)(nil)
-	_ karman.EngineConfigurer = (*Module)(nil)
-	_ karman.Starter          = (*Module)(nil)
-	_ karman.Stopper          = (*Module)(nil)
-	_ karman.StatusReporter   = (*Module)(nil)
-	_ karman.RoleReporter     = (*Module)(nil)
+	_ karman.FlagBinder          = (*Module)(nil)
+	_ karman.Validator           = (*Module)(nil)
+	_ karman.Provisioner         = (*Module)(nil)
+	_ karman.EngineConfigurer    = (*Module)(nil)
+	_ karman.Starter             = (*Module)(nil)
+	_ karman.Stopper             = (*Module)(nil)
+	_ karman.StatusReporter      = (*Module)(nil)
+	_ karman.RoleReporter        = (*Module)(nil)
+	_ karman.RuntimeInfoReporter = (*Module)(nil)
 )
 
 // Roles of --ha-role.

@@ -10,7 +10,7 @@ import (
 	"github.com/karmanmq/karman/engine"
 )
 
-// Keys of ReplicationInfo, added to the remoting broker's
+// Keys of RuntimeInfo, added to the remoting broker's
 // GET_BROKER_RUNTIME_INFO table ("karman admin cluster list" reads them).
 const (
 	InfoRole        = "haRole"            // "master" or "replica"
@@ -105,9 +105,9 @@ func (m *Module) ownLag() (int64, bool) {
 	return 0, false
 }
 
-// ReplicationInfo describes the replication for the broker's runtime
+// RuntimeInfo describes the replication for the broker's runtime
 // information (the Info* keys); nil without replication.
-func (m *Module) ReplicationInfo() map[string]string {
+func (m *Module) RuntimeInfo() map[string]string {
 	role := m.ReplicationRole()
 	if role == RoleNone {
 		return nil

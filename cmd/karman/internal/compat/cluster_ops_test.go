@@ -3,6 +3,7 @@
 package compat
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +18,14 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
 	"github.com/karmanmq/karman/cluster/controller"
+	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
+	"github.com/karmanmq/karman/protocol/remoting/peer"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
 )
 
 // noMQTT turns the MQTT listeners off for tests that do not use them.
@@ -351,4 +359,97 @@ func TestTwoNameServersOneKilled(t *testing.T) {
 	if res.MessageQueue.BrokerName != "broker-a" {
 		t.Fatalf("send after the kill went to %+v", res.MessageQueue)
 	}
+}
+
+// Two broker groups (broker-a and broker-b, each a karman binary) serving
+// one topic and registered with one name server: the gRPC front-end of
+// either answers QueryRoute with both groups' queues, each naming its own
+// group's gRPC endpoint, and QueryAssignment with an assignment per
+// group, as RocketMQ's proxy does in cluster mode. A Node.js producer
+// given broker-a's endpoint alone sends to both groups, and a Go consumer
+// receives every message.
+func TestGRPCRouteAcrossBrokerGroups(t *testing.T) {
+	t.Parallel()
+	const topic, group = "GroupsTopic", "groups-consumer"
+	ns := startAux(t, "namesrv", "--addr", "127.0.0.1:0", "--log-level", "warn")["namesrv"]
+	a := startBinary(t, slices.Concat(noMQTT, []string{"--broker-namesrv", ns, "--broker-name", "broker-a"})...)
+	b := startBinary(t, slices.Concat(noMQTT, []string{"--broker-namesrv", ns, "--broker-name", "broker-b"})...)
+	a.namesrv, b.namesrv = ns, ns
+	a.createTypedTopic(topic, 2, "NORMAL")
+	b.createTypedTopic(topic, 3, "NORMAL")
+	nsPeer, err := peer.Dial(context.Background(), ns, peer.Options{RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nsPeer.Close()
+	pollUntil(t, "both groups in the name server's route", 15*time.Second, func() bool {
+		req := wire.NewRequest(wire.GetRouteInfoByTopic, nil)
+		req.EncodeHeader(&wire.GetRouteInfoRequestHeader{Topic: topic})
+		resp, err := nsPeer.Invoke(context.Background(), req)
+		return err == nil && resp.ResponseCode() == wire.Success && strings.Contains(string(resp.Body), "broker-b") && strings.Contains(string(resp.Body), "broker-a")
+	})
+
+	for _, k := range []*karmanProcess{a, b} {
+		conn, err := grpc.NewClient(k.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		cli := rmqpb.NewMessagingServiceClient(conn)
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", instance("route-check")), 10*time.Second)
+		defer cancel()
+		route, err := cli.QueryRoute(ctx, &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: topic}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		queues := map[string][]string{} // broker -> "id@endpoint"
+		for _, mq := range route.GetMessageQueues() {
+			ad := mq.GetBroker().GetEndpoints().GetAddresses()[0]
+			queues[mq.GetBroker().GetName()] = append(queues[mq.GetBroker().GetName()], fmt.Sprintf("%d@%s:%d", mq.GetId(), ad.GetHost(), ad.GetPort()))
+		}
+		want := map[string][]string{
+			"broker-a": {"0@" + a.grpc, "1@" + a.grpc},
+			"broker-b": {"0@" + b.grpc, "1@" + b.grpc, "2@" + b.grpc},
+		}
+		if route.GetStatus().GetCode() != rmqpb.Code_OK || fmt.Sprint(queues) != fmt.Sprint(want) {
+			t.Fatalf("QueryRoute at %s: %v %v, want %v", k.grpc, route.GetStatus(), queues, want)
+		}
+		as, err := cli.QueryAssignment(ctx, &rmqpb.QueryAssignmentRequest{Topic: &rmqpb.Resource{Name: topic}, Group: &rmqpb.Resource{Name: group}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, x := range as.GetAssignments() {
+			ad := x.GetMessageQueue().GetBroker().GetEndpoints().GetAddresses()[0]
+			got = append(got, fmt.Sprintf("%s@%s:%d", x.GetMessageQueue().GetBroker().GetName(), ad.GetHost(), ad.GetPort()))
+		}
+		slices.Sort(got)
+		if w := []string{"broker-a@" + a.grpc, "broker-b@" + b.grpc}; !slices.Equal(got, w) {
+			t.Fatalf("QueryAssignment at %s: %v %v, want %v", k.grpc, as.GetStatus(), got, w)
+		}
+	}
+
+	requireNode(t)
+	var out []outMessage
+	for i := range 30 {
+		out = append(out, outMessage{Body: fmt.Sprint("across-", i)})
+	}
+	a.nodeSend(topic, out)
+	stored := func(k *karmanProcess, queues int32) int64 {
+		var n int64
+		for q := range queues {
+			n += k.maxOffset(topic, q)
+		}
+		return n
+	}
+	na, nb := stored(a, 2), stored(b, 3)
+	if na+nb != 30 || na == 0 || nb == 0 {
+		t.Fatalf("broker-a stored %d, broker-b %d; want the 30 messages spread over both", na, nb)
+	}
+	got := newReceived()
+	a.pushConsumer(group, topic, "*", func(msgs ...*primitive.MessageExt) consumer.ConsumeResult {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess
+	})
+	got.waitFor(t, "every message from both groups", 30*time.Second, func() bool { return got.distinct() == 30 })
 }
