@@ -235,10 +235,15 @@ func EndOf(entries []Entry, i int, end int64) int64 {
 // two ends of that epoch. Records of one epoch at one offset were
 // written by one master, so both logs hold the same bytes below that
 // point. A member with no epochs has nothing to compare and keeps its
-// log (the point is myEnd). ok is false when no epoch matches: the logs
-// share no known prefix and the member must not copy the master's
-// records onto its own.
+// log (the point is myEnd); nor does an epoch of the member's that holds
+// no record (a master promoted and stopped before its first write, which
+// its successor never saw), so trailing empty epochs are left out of the
+// comparison. ok is false when no epoch matches: the logs share no known
+// prefix and the member must not copy the master's records onto its own.
 func ConsistentPoint(mine []Entry, myEnd int64, theirs []Entry, theirEnd int64) (point int64, ok bool) {
+	for len(mine) > 0 && mine[len(mine)-1].Start >= myEnd {
+		mine = mine[:len(mine)-1]
+	}
 	if len(mine) == 0 {
 		return myEnd, true
 	}

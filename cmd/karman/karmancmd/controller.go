@@ -67,6 +67,7 @@ func (f *controllerFlags) start(out io.Writer, log *slog.Logger) (stop func(cont
 	mux.Handle("/v1/", c.Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(controllerRegistry(c), promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv.RegisterOnShutdown(c.EndWatches)
 	ec := make(chan error, 1)
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -175,13 +176,14 @@ var (
 		"elections this node tried that found no live in-sync broker, by broker group", []string{"group"}, nil)
 	ctlEpochDesc = prometheus.NewDesc("karman_controller_master_epoch", "each broker group's master epoch in this node's copy of the record", []string{"group"}, nil)
 	ctlInSync    = prometheus.NewDesc("karman_controller_in_sync_members", "members of each broker group's in-sync set, the master included", []string{"group"}, nil)
+	ctlWatches   = prometheus.NewDesc("karman_controller_watches", "brokers' watch connections open on this node (the leader holds them)", nil, nil)
 	ctlMembers   = prometheus.NewDesc("karman_controller_members", "brokers registered in each broker group", []string{"group"}, nil)
 )
 
 type controllerCollector struct{ c *controller.Controller }
 
 func (controllerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ctlLeaderDesc, ctlElectDesc, ctlNoCandDesc, ctlEpochDesc, ctlInSync, ctlMembers} {
+	for _, d := range []*prometheus.Desc{ctlLeaderDesc, ctlElectDesc, ctlNoCandDesc, ctlEpochDesc, ctlInSync, ctlMembers, ctlWatches} {
 		ch <- d
 	}
 }
@@ -193,6 +195,7 @@ func (cc controllerCollector) Collect(ch chan<- prometheus.Metric) {
 		leader = 1
 	}
 	ch <- prometheus.MustNewConstMetric(ctlLeaderDesc, prometheus.GaugeValue, leader)
+	ch <- prometheus.MustNewConstMetric(ctlWatches, prometheus.GaugeValue, float64(m.Watches))
 	for _, e := range m.Elections {
 		ch <- prometheus.MustNewConstMetric(ctlElectDesc, prometheus.CounterValue, float64(e.Count), e.Group, e.Trigger)
 	}

@@ -65,6 +65,9 @@ func (c *controlled) group() (controller.Group, bool) {
 func (c *controlled) run(ctx context.Context) {
 	defer c.stopServing()
 	defer c.stopReplica()
+	var watch sync.WaitGroup
+	defer watch.Wait()
+	watch.Go(func() { c.watch(ctx) })
 	registered := false
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
@@ -123,6 +126,24 @@ func (c *controlled) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// watch keeps a watch connection open to the controller leader until ctx
+// ends: when this process dies, the connection closes and the leader
+// replaces it at once if it is master, instead of after the heartbeat
+// timeout. A watch refused (not registered yet, no leader) is tried
+// again after a heartbeat interval.
+func (c *controlled) watch(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := c.cl.Watch(ctx, controller.WatchRequest{Group: c.reg.Group, BrokerID: c.reg.BrokerID})
+		if err == nil {
+			continue // the leader ended it: open another
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(c.interval):
 		}
 	}
 }

@@ -176,7 +176,9 @@ func hasSeries(text, series, value string) bool {
 // 2 and 3 (their controller ids), the master as 0; "admin cluster list"
 // shows the master epoch, the controller's in-sync set and each replica's
 // lag; /metrics of brokers and controllers have the roles, epochs, lags
-// and, after the master's kill -9, the promotion and the election.
+// and, after the master's kill -9, the promotion and the election, made
+// as soon as the master's watch connection closed, well before the
+// heartbeat timeout.
 func TestClusterOpsWithController(t *testing.T) {
 	t.Parallel()
 	ns := startAux(t, "namesrv", "--addr", "127.0.0.1:0", "--log-level", "warn")["namesrv"]
@@ -188,7 +190,7 @@ func TestClusterOpsWithController(t *testing.T) {
 	}
 	for i := range raft {
 		startAux(t, "controller", "--controller-id", fmt.Sprintf("c%d", i+1), "--controller-peers", strings.Join(peers, ","),
-			"--controller-addr", apis[i], "--data", t.TempDir(), "--broker-heartbeat-timeout", "2s", "--log-level", "warn")
+			"--controller-addr", apis[i], "--data", t.TempDir(), "--broker-heartbeat-timeout", "10s", "--log-level", "warn")
 	}
 	broker := func(id string) []string {
 		return slices.Concat(noMQTT, []string{"--broker-namesrv", ns, "--broker-name", "broker-x", "--broker-cluster", "OpsCluster",
@@ -273,12 +275,20 @@ func TestClusterOpsWithController(t *testing.T) {
 	// The master dies: a replica is promoted at epoch 2 and counts it; the
 	// controller leader counts one election for the lost heartbeat.
 	b1.kill()
+	killed := time.Now()
 	var g controller.Group
 	pollUntil(t, "a new master", 20*time.Second, func() bool {
 		var ok bool
 		g, ok = controllerGroup(apis, "broker-x")
 		return ok && g.MasterID != 1 && g.MasterEpoch == 2
 	})
+	// The killed master's watch connection closed: the leader did not
+	// wait for the 10 s heartbeat timeout.
+	if took := time.Since(killed); took > 5*time.Second {
+		t.Errorf("new master elected %v after the kill; the closed connection went unnoticed", took)
+	} else {
+		t.Logf("new master elected %v after the kill (heartbeat timeout 10s)", took.Round(time.Millisecond))
+	}
 	nm := procs[strconv.FormatInt(g.MasterID, 10)]
 	pollUntil(t, "the new master's metrics", 15*time.Second, func() bool {
 		m := nm.metricsText()
