@@ -107,7 +107,9 @@ func testControllerCommand(t *testing.T, command ...string) {
 	}
 	// A broker's watch connection, held until the node shuts down.
 	watched := make(chan error, 1)
-	go func() { watched <- cl.Watch(context.Background(), controller.WatchRequest{Group: "broker-a", BrokerID: 1}) }()
+	go func() {
+		watched <- cl.Watch(context.Background(), controller.WatchRequest{Group: "broker-a", BrokerID: 1})
+	}()
 	// GET /metrics on the request address: the node leads, holds the
 	// watch, made one election on request, and holds the group at epoch 2.
 	var body []byte
