@@ -257,3 +257,67 @@ func TestProvisionReadsBrokerFlags(t *testing.T) {
 		t.Fatalf("without flags: %v, name %q", err, m.Config.BrokerName)
 	}
 }
+
+// Pop state reaches a replica over the replication link: once the master
+// is gone and the replica promoted (a failover by hand), a pop consumer
+// acknowledges with a handle the master issued and is handed only what
+// the master had not handed out.
+func TestPopStateFollowsFailover(t *testing.T) {
+	ctx := context.Background()
+	master := startUnmanaged(t, "--ha-role", "master", "--ha-addr", "127.0.0.1:0")
+	replica := start(t, "--namesrv-addr", "off", "--ha-role", "replica", "--ha-master", module(t, master).Addr().String())
+	me := master.Engine()
+	if err := me.CreateTopic(meta.Topic{Name: "PopT", ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	if err := me.CreateGroup(meta.Group{Name: "pop-g", MaxAttempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := me.Send(ctx, &message.Message{Topic: "PopT", Body: []byte(fmt.Sprint("m", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := me.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	popped, err := me.Pop(ctx, engine.PopOptions{Group: "pop-g", Topic: "PopT", Max: 3, Invisible: time.Minute})
+	if err != nil || len(popped) != 3 {
+		t.Fatalf("pop: %d, %v", len(popped), err)
+	}
+	if err := me.Ack(ctx, "pop-g", popped[0].Handle); err != nil {
+		t.Fatal(err)
+	}
+	want, err := me.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the master's pop state on the replica", func() bool {
+		got, err := replica.Engine().Metadata()
+		return err == nil && fmt.Sprint(got.PopStates) == fmt.Sprint(want.PopStates) && string(got.PopHandleKey) == string(want.PopHandleKey)
+	})
+	if _, end := replica.Engine().LogRange(); end == 0 {
+		t.Fatal("the replica holds no log")
+	}
+	if err := master.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	re := replica.Engine()
+	if err := re.Promote(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := re.Ack(ctx, "pop-g", popped[1].Handle); err != nil {
+		t.Fatalf("the master's receipt handle on the promoted replica: %v", err)
+	}
+	again, err := re.Pop(ctx, engine.PopOptions{Group: "pop-g", Topic: "PopT", Max: 10, Invisible: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for _, p := range again {
+		offs = append(offs, p.Offset)
+	}
+	if fmt.Sprint(offs) != "[3 4]" {
+		t.Fatalf("the promoted replica handed out offsets %v, want [3 4]", offs)
+	}
+}
