@@ -232,3 +232,27 @@ func TestControlledMasterRestarts(t *testing.T) {
 		t.Fatal("broker 1 is not a replica")
 	}
 }
+
+// A group's only broker restarted finds its log already at the recorded
+// epoch (nobody could replace it): it asks for a new election and is
+// master again at the next epoch.
+func TestControlledOnlyBrokerRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs elections")
+	}
+	ctls, _ := quorum(t, 10*time.Second)
+	dir := t.TempDir()
+	flags := []string{"--ha-controller", strings.Join(ctls, ","), "--ha-broker-id", "1", "--ha-addr", "127.0.0.1:0",
+		"--ha-heartbeat-interval", "100ms", "--data", dir}
+	m := startUnmanaged(t, flags...)
+	eventually(t, "broker 1 master", func() bool { return m.Engine().Role() == engine.RoleMaster })
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m = startUnmanaged(t, flags...)
+	defer m.Stop(context.Background())
+	eventually(t, "broker 1 master again", func() bool { return m.Engine().Role() == engine.RoleMaster })
+	if eps := m.Engine().Epochs(); eps[len(eps)-1].Epoch != 2 {
+		t.Fatalf("restarted master's epochs %v, want the last 2", eps)
+	}
+}
