@@ -77,6 +77,9 @@ func (c *clusterRoutes) Groups(ctx context.Context, topic string) []server.Group
 		if !errors.Is(err, errNoRoute) {
 			c.log.Warn("grpc: the name servers' route of a topic", "topic", topic, "err", err)
 		}
+		// Kept like an answer, so that name servers that are down
+		// delay one route query per topic and interval, not each.
+		c.remember(topic, nil)
 		return nil
 	}
 	masters := map[string]string{}
@@ -94,7 +97,14 @@ func (c *clusterRoutes) Groups(ctx context.Context, topic string) []server.Group
 		groups = append(groups, server.GroupRoute{BrokerName: q.BrokerName, ReadQueues: q.ReadQueueNums, WriteQueues: q.WriteQueueNums,
 			Perm: meta.Perm(q.Perm), Endpoint: c.endpoint(ctx, addr)})
 	}
+	c.remember(topic, groups)
+	return groups
+}
+
+// remember caches the groups of topic for routeTTL.
+func (c *clusterRoutes) remember(topic string, groups []server.GroupRoute) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.routes[topic] = cachedRoute{at: time.Now(), groups: groups}
 	if len(c.routes) > 10000 { // bound the cache: forget every expired route
 		for t, r := range c.routes {
@@ -103,8 +113,6 @@ func (c *clusterRoutes) Groups(ctx context.Context, topic string) []server.Group
 			}
 		}
 	}
-	c.mu.Unlock()
-	return groups
 }
 
 var errNoRoute = errors.New("no route")
