@@ -110,6 +110,11 @@ type Status struct {
 	Lag    *int64 `json:"lagBytes,omitempty"`
 	// Replicas are a master's replicas.
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+	// Epoch is the group's master epoch as this broker knows it; InSync
+	// the group's in-sync set (the controller's record, or a master's
+	// own count, "0" being the master).
+	Epoch  int64    `json:"epoch,omitempty"`
+	InSync []string `json:"inSync,omitempty"`
 }
 
 // ReplicaStatus is a replica as its master sees it.
@@ -133,9 +138,17 @@ func (m *Module) ReplicationRole() string {
 // Status reports the role and the replication's lag; nil without a role.
 func (m *Module) Status() any {
 	if m.ctl != nil {
-		st := Status{Role: m.ctl.role()}
+		st := Status{Role: m.ctl.role(), Epoch: m.masterEpoch(), InSync: m.inSyncSet()}
 		if lag, ok := m.ctl.replicaLag(); ok {
 			st.Lag = &lag
+			if g, ok := m.ctl.group(); ok {
+				if mm, ok := g.Master(); ok {
+					st.Master = mm.HAAddr
+				}
+			}
+		}
+		if st.Role == RoleMaster && m.master != nil {
+			st.Replicas = m.replicaStatuses()
 		}
 		return st
 	}
@@ -146,17 +159,24 @@ func (m *Module) Status() any {
 	if !m.running.Load() {
 		return st
 	}
+	st.Epoch, st.InSync = m.masterEpoch(), m.inSyncSet()
 	if m.master != nil {
-		st.Replicas = []ReplicaStatus{}
-		for _, r := range m.master.Replicas() {
-			st.Replicas = append(st.Replicas, ReplicaStatus{ID: r.ID, Addr: r.Addr, LagBytes: r.Lag, InSync: r.InSync, Since: r.Since.UnixMilli()})
-		}
+		st.Replicas = m.replicaStatuses()
 	}
 	if m.replica != nil {
 		lag := m.replica.Lag()
 		st.Master, st.Lag = m.Config.Master, &lag
 	}
 	return st
+}
+
+// replicaStatuses lists a master's replicas (never nil).
+func (m *Module) replicaStatuses() []ReplicaStatus {
+	out := []ReplicaStatus{}
+	for _, r := range m.master.Replicas() {
+		out = append(out, ReplicaStatus{ID: r.ID, Addr: r.Addr, LagBytes: r.Lag, InSync: r.InSync, Since: r.Since.UnixMilli()})
+	}
+	return out
 }
 
 // New returns the module with its defaults.

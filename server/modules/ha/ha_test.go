@@ -231,6 +231,9 @@ func TestOverview(t *testing.T) {
 	if o.Role != "master" || o.Status.HA.Role != "master" || o.Status.HA.Replicas[0].Addr == "" || o.Status.HA.Replicas[0].Since == 0 {
 		t.Errorf("master's overview: %+v %+v", o, o.Status.HA)
 	}
+	if st := o.Status.HA; st.Epoch != 1 || len(st.InSync) != 2 || st.InSync[0] != "0" || st.InSync[1] != st.Replicas[0].ID {
+		t.Errorf("master's overview: epoch %d, in sync %v; want epoch 1 and the master with its replica %s", st.Epoch, st.InSync, st.Replicas[0].ID)
+	}
 	eventually(t, "the replica's overview with no lag", func() bool {
 		o := get(replica)
 		return o.Status.HA != nil && o.Status.HA.Lag != nil && *o.Status.HA.Lag == 0
