@@ -28,7 +28,7 @@ func start(t *testing.T, args ...string) *server.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off",
+	base := []string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off", "--namesrv-addr", "127.0.0.1:0",
 		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off", "--log-level", "error"}
 	if err := opts.Flags.Parse(append(base, args...)); err != nil {
 		t.Fatal(err)
