@@ -64,9 +64,9 @@ type Engine struct {
 	checkRound atomic.Uint32
 	clients    *registry.Registry
 
-	pops     sync.Map    // popKey → *popQueue
-	popDirty dirtyQueues // pop states changed since the last flush
-	handles  *pop.Signer // issues and checks receipt handles
+	pops     sync.Map                   // popKey → *popQueue
+	popDirty dirtyQueues                // pop states changed since the last flush
+	handles  atomic.Pointer[pop.Signer] // issues and checks receipt handles
 
 	bufs sync.Pool // *sendState
 

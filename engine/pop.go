@@ -544,7 +544,7 @@ func (e *Engine) deliver(q *queueState, pq *popQueue, off int64, f *pop.Inflight
 	}
 	return append(out, PoppedMessage{
 		Record:   rec,
-		Handle:   e.handles.Encode(h, pq.key.group),
+		Handle:   e.handles.Load().Encode(h, pq.key.group),
 		Attempt:  f.Attempt,
 		Queue:    q.id,
 		Offset:   off,
@@ -635,7 +635,7 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 	}
 	hs := make([]decoded, 0, len(handles))
 	for i, text := range handles {
-		h, err := e.handles.Decode(text, group)
+		h, err := e.handles.Load().Decode(text, group)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -740,7 +740,7 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 		// saw: their timer moves to this one.
 		e.expirePops(h.Topic, group, deadline)
 	}
-	return e.handles.Encode(h, group), nil
+	return e.handles.Load().Encode(h, group), nil
 }
 
 // DeadLetter sends the message named by handle to the group's dead-letter
@@ -776,7 +776,7 @@ func (e *Engine) inflight(group, handle string) (*popQueue, pop.Handle, *pop.Inf
 	if err := e.checkOpen(); err != nil {
 		return nil, pop.Handle{}, nil, err
 	}
-	h, err := e.handles.Decode(handle, group)
+	h, err := e.handles.Load().Decode(handle, group)
 	if err != nil {
 		return nil, h, nil, err
 	}
@@ -915,7 +915,7 @@ func (e *Engine) loadHandleKey() error {
 			return err
 		}
 	}
-	e.handles = pop.NewSigner(key)
+	e.handles.Store(pop.NewSigner(key))
 	return nil
 }
 

@@ -231,6 +231,11 @@ func (e *Engine) Promote(ctx context.Context, n uint32) error {
 		return fmt.Errorf("engine: promote: %w", err)
 	}
 	if e.repl.role == RoleReplica {
+		// Receipt handles are checked with the key the master's metadata
+		// brought, so that its handles acknowledge here.
+		if err := e.loadHandleKey(); err != nil {
+			return fmt.Errorf("engine: promote: %w", err)
+		}
 		// The replica's queues were filled by the dispatcher, which
 		// moves their ends; sends assign from next.
 		e.topics.Range(func(_, v any) bool {
@@ -262,6 +267,13 @@ func (e *Engine) Demote() error {
 		e.repl.role = RoleReplica
 		e.repl.master.Store(false)
 		e.opts.Logger.Warn("engine demoted to replica", "end", e.log.EndOffset())
+		// Pop state is the new master's from now on (its metadata
+		// replaces it): save what changed, in case this engine is
+		// promoted again before any arrives, and read it afresh then.
+		if err := e.flushPops(false); err != nil {
+			e.opts.Logger.Error("saving pop state on demotion failed", "err", err)
+		}
+		e.dropPops(func(popKey) bool { return true })
 	}
 	return nil
 }

@@ -1,18 +1,29 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 
 	"github.com/karmanmq/karman/engine/meta"
+	"github.com/karmanmq/karman/engine/pop"
 )
 
 // Metadata is what a replica needs of its master besides the log: the
-// topics, the consumer groups and the committed consumer offsets.
+// topics, the consumer groups, the committed consumer offsets and the pop
+// consumers' states.
 type Metadata struct {
 	Topics  []meta.Topic           `json:"topics"`
 	Groups  []meta.Group           `json:"groups"`
 	Offsets []meta.CommittedOffset `json:"offsets"`
+	// PopStates are the pop consumers' states (what each group was
+	// handed, until when, and what it acknowledged), as last saved, so
+	// that a promoted replica neither redelivers what was acknowledged nor
+	// loses what is in flight.
+	PopStates []meta.PopRecord `json:"popStates,omitempty"`
+	// PopHandleKey authenticates receipt handles: with the master's, a
+	// promoted replica accepts the handles its master issued.
+	PopHandleKey []byte `json:"popHandleKey,omitempty"`
 }
 
 // Metadata returns a snapshot of the engine's topics, groups and
@@ -28,6 +39,24 @@ func (e *Engine) Metadata() (Metadata, error) {
 	})
 	if err != nil {
 		return Metadata{}, fmt.Errorf("engine: metadata: %w", err)
+	}
+	// Pop states as they are now: the changed ones are saved first. One
+	// that cannot be (a full disk) stays dirty and goes with a later
+	// snapshot.
+	_ = e.flushPops(false)
+	err = e.meta.AllPopStates(func(r meta.PopRecord) bool {
+		md.PopStates = append(md.PopStates, r)
+		return true
+	})
+	if err != nil {
+		return Metadata{}, fmt.Errorf("engine: metadata: %w", err)
+	}
+	key, ok, err := e.meta.Secret(popKeyMetaHandles)
+	if err != nil {
+		return Metadata{}, fmt.Errorf("engine: metadata: %w", err)
+	}
+	if ok {
+		md.PopHandleKey = key
 	}
 	return md, nil
 }
@@ -83,6 +112,42 @@ func (e *Engine) ApplyMetadata(md Metadata) error {
 		}
 		if err := e.meta.CommitOffset(c.Group, c.Topic, c.Queue, c.Offset); err != nil {
 			return fmt.Errorf("engine: apply metadata: offset of %s in %s/%d: %w", c.Group, c.Topic, c.Queue, err)
+		}
+	}
+	var pops []meta.PopRecord
+	for _, r := range md.PopStates {
+		if cur, ok, err := e.meta.PopState(r.Group, r.Topic, r.Queue); err == nil && ok && bytes.Equal(cur, r.State) {
+			continue
+		}
+		var st pop.Queue
+		if r.Queue < 0 || st.UnmarshalBinary(r.State) != nil {
+			errs = append(errs, fmt.Errorf("%w: pop state of %s in %s/%d", ErrInvalidArgument, r.Group, r.Topic, r.Queue))
+			continue
+		}
+		r.Offset = -1 // offsets are applied above
+		pops = append(pops, r)
+	}
+	if len(pops) > 0 {
+		if err := e.meta.SavePopStates(pops, false); err != nil {
+			return fmt.Errorf("engine: apply metadata: pop states: %w", err)
+		}
+		// A state held in memory (a demoted master's) is stale now.
+		stale := make(map[popKey]bool, len(pops))
+		for _, r := range pops {
+			stale[popKey{r.Group, r.Topic, r.Queue}] = true
+		}
+		e.dropPops(func(k popKey) bool { return stale[k] })
+	}
+	if len(md.PopHandleKey) > 0 {
+		cur, ok, err := e.meta.Secret(popKeyMetaHandles)
+		if err != nil {
+			return fmt.Errorf("engine: apply metadata: %w", err)
+		}
+		if !ok || !bytes.Equal(cur, md.PopHandleKey) {
+			// Used from the promotion on (Promote reloads it).
+			if err := e.meta.PutSecret(popKeyMetaHandles, md.PopHandleKey); err != nil {
+				return fmt.Errorf("engine: apply metadata: %w", err)
+			}
 		}
 	}
 	if len(errs) > 0 {

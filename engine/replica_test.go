@@ -383,3 +383,76 @@ func TestApplyMetadata(t *testing.T) {
 		t.Fatal("a topic with a bad name was applied")
 	}
 }
+
+// Pop state and the receipt-handle key reach a replica with the
+// metadata: promoted, it neither redelivers what the master's consumers
+// acknowledged nor what they hold in flight, and acknowledges the
+// handles the master issued.
+func TestPopStateReachesReplica(t *testing.T) {
+	ctx := context.Background()
+	master := openTest(t, t.TempDir(), nil)
+	defer master.Close()
+	replica := openTest(t, t.TempDir(), &Options{Replica: true})
+	defer replica.Close()
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	mustTopic(t, master, "T", 1)
+	if err := master.CreateGroup(meta.Group{Name: "g", MaxAttempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := master.SendToQueue(ctx, newMsg("T", fmt.Sprint("m", i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := master.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	popped, err := master.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 3, Invisible: time.Minute})
+	if err != nil || len(popped) != 3 {
+		t.Fatalf("pop on the master: %d messages, %v", len(popped), err)
+	}
+	if err := master.Ack(ctx, "g", popped[0].Handle); err != nil {
+		t.Fatal(err)
+	}
+	md, err := master.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.PopStates) != 1 || len(md.PopHandleKey) == 0 {
+		t.Fatalf("metadata holds %d pop states and a %d-byte handle key", len(md.PopStates), len(md.PopHandleKey))
+	}
+	copyLog(t, master, replica)
+	if err := replica.ApplyMetadata(md); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Promote(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	// The master's handle of the second message acknowledges it here.
+	if err := replica.Ack(ctx, "g", popped[1].Handle); err != nil {
+		t.Fatalf("the master's handle on the promoted replica: %v", err)
+	}
+	// The first is acknowledged and the third in flight: only 3 and 4
+	// are delivered.
+	again, err := replica.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 10, Invisible: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for _, p := range again {
+		offs = append(offs, p.Offset)
+	}
+	if fmt.Sprint(offs) != "[3 4]" {
+		t.Fatalf("the promoted replica delivered offsets %v, want [3 4]", offs)
+	}
+
+	// A bad pop state in the metadata is refused with the rest applied.
+	bad := Metadata{PopStates: []meta.PopRecord{{Group: "g", Topic: "T", Queue: 0, State: []byte("garbage")}}}
+	other := openTest(t, t.TempDir(), &Options{Replica: true})
+	defer other.Close()
+	if err := other.ApplyMetadata(bad); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("a corrupt pop state: %v, want ErrInvalidArgument", err)
+	}
+}

@@ -56,6 +56,14 @@
 //	                  engine closed, in reverse order; also when New fails
 //	                  or a server that never started is stopped)
 //
+// Besides the steps, a module may report: StatusReporter (its state in
+// the JSON API's overview), RoleReporter (its replication role),
+// RuntimeInfoReporter (figures the remoting broker adds to its runtime
+// information: a replicated broker's role, epoch and lag, the gRPC
+// endpoint). Provision's ProvisionContext.Flag reads another module's
+// flag (--broker-name, --ha-broker-id), which a module's own flag set
+// does not hold.
+//
 // Start binds every listener first (a taken port fails before any data is
 // touched) and announces each bound address on Options.Announce as
 // "karman: <name> listening on <addr>"; the HTTP endpoint serves (health

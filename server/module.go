@@ -200,14 +200,13 @@ type RoleReporter interface {
 	ReplicationRole() string
 }
 
-// ReplicationInfoReporter is a RoleReporter that describes its
-// replication as key-value figures (role, epoch, in-sync set, lag), which
-// the remoting broker adds to its runtime information
-// (GET_BROKER_RUNTIME_INFO). ReplicationInfo is called from other
-// modules' goroutines, also before the module starts; nil means no
-// replication.
-type ReplicationInfoReporter interface {
-	ReplicationInfo() map[string]string
+// RuntimeInfoReporter is a module that adds key-value figures to the
+// remoting broker's runtime information (GET_BROKER_RUNTIME_INFO): a
+// replicated node's role, epoch, in-sync set and lag, the gRPC
+// front-end's endpoint. RuntimeInfo is called from other modules'
+// goroutines, also before the module starts; nil adds nothing.
+type RuntimeInfoReporter interface {
+	RuntimeInfo() map[string]string
 }
 
 // StopFunc is a stop function such as a module's Start may keep; its
@@ -242,9 +241,9 @@ type Host struct {
 	// EngineOptions are the options Engine was opened with, defaults
 	// applied. Read only.
 	EngineOptions engine.Options
-	// Replication, when a module replicates the node (a
-	// ReplicationInfoReporter), returns its figures; nil otherwise.
-	Replication func() map[string]string
+	// RuntimeInfo returns the figures of every RuntimeInfoReporter
+	// module, merged.
+	RuntimeInfo func() map[string]string
 	// Announce announces a listener the module bound itself (MQTT's
 	// WebSocket and TLS listeners) as the server does its own: a log
 	// line and "karman: <name> listening on <addr>" on Options.Announce.

@@ -255,11 +255,18 @@ func (s *Server) start(ctx context.Context) error {
 	}
 
 	engOpts := *opts.EnsureDefaults()
-	var replication func() map[string]string
+	var reporters []RuntimeInfoReporter
 	for _, m := range s.mods {
-		if r, ok := m.(ReplicationInfoReporter); ok && replication == nil {
-			replication = r.ReplicationInfo
+		if r, ok := m.(RuntimeInfoReporter); ok {
+			reporters = append(reporters, r)
 		}
+	}
+	runtimeInfo := func() map[string]string {
+		out := map[string]string{}
+		for _, r := range reporters {
+			maps.Copy(out, r.RuntimeInfo())
+		}
+		return out
 	}
 	for _, m := range s.mods {
 		mi := info(m)
@@ -273,7 +280,7 @@ func (s *Server) start(ctx context.Context) error {
 				Metrics:       s.ms.Registry,
 				Addrs:         maps.Clone(addrs),
 				EngineOptions: engOpts,
-				Replication:   replication,
+				RuntimeInfo:   runtimeInfo,
 				Announce:      s.announce,
 			})
 			if err != nil {

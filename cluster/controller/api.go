@@ -20,6 +20,7 @@ import (
 //	POST /v1/heartbeat       HeartbeatRequest         -> Group
 //	POST /v1/sync-state-set  AlterSyncStateSetRequest -> Group
 //	POST /v1/elect           ElectRequest             -> Group
+//	POST /v1/watch           WatchRequest             -> {} when the leader ends it
 //	GET  /v1/groups                                   -> []Group (this node's copy)
 //	GET  /v1/status                                   -> Status
 //
@@ -63,6 +64,28 @@ func (c *Controller) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/heartbeat", post(c.Heartbeat))
 	mux.HandleFunc("POST /v1/sync-state-set", post(c.AlterSyncStateSet))
 	mux.HandleFunc("POST /v1/elect", post(c.Elect))
+	mux.HandleFunc("POST /v1/watch", func(w http.ResponseWriter, r *http.Request) {
+		var req WatchRequest
+		body := http.MaxBytesReader(w, r.Body, maxBody)
+		dec := json.NewDecoder(body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			fail(w, fmt.Errorf("%w: %w", ErrBadRequest, err))
+			return
+		}
+		// Read the body to its end, so that the server notices when the
+		// connection closes and cancels the request's context.
+		io.Copy(io.Discard, body)
+		err := c.Watch(r.Context(), req)
+		switch {
+		case r.Context().Err() != nil:
+			// The broker is gone: nobody to answer.
+		case err != nil:
+			fail(w, err)
+		default:
+			reply(w, http.StatusOK, Group{})
+		}
+	})
 	mux.HandleFunc("GET /v1/groups", func(w http.ResponseWriter, _ *http.Request) {
 		gs := c.Groups()
 		if gs == nil {
@@ -116,6 +139,7 @@ func reply(w http.ResponseWriter, status int, v any) {
 type Client struct {
 	addrs []string
 	http  *http.Client
+	watch *http.Client // without a timeout: a watch lasts
 
 	mu   sync.Mutex
 	next int
@@ -123,7 +147,7 @@ type Client struct {
 
 // NewClient returns a client of the controllers at addrs (host:port).
 func NewClient(addrs []string) *Client {
-	return &Client{addrs: addrs, http: &http.Client{Timeout: 3 * time.Second}}
+	return &Client{addrs: addrs, http: &http.Client{Timeout: 3 * time.Second}, watch: &http.Client{}}
 }
 
 // Register registers a broker; see Controller.Register.
@@ -147,7 +171,20 @@ func (c *Client) Elect(ctx context.Context, r ElectRequest) (Group, error) {
 	return c.call(ctx, "/v1/elect", r)
 }
 
+// Watch holds a watch connection to the leader until the leader ends it
+// (nil: open another), ctx ends, or it fails; see Controller.Watch. When
+// the broker's process dies, the connection closes and the leader counts
+// the broker as dead at once.
+func (c *Client) Watch(ctx context.Context, r WatchRequest) error {
+	_, err := c.callWith(ctx, c.watch, "/v1/watch", r)
+	return err
+}
+
 func (c *Client) call(ctx context.Context, path string, req any) (Group, error) {
+	return c.callWith(ctx, c.http, path, req)
+}
+
+func (c *Client) callWith(ctx context.Context, hc *http.Client, path string, req any) (Group, error) {
 	if len(c.addrs) == 0 {
 		return Group{}, fmt.Errorf("controller: client without addresses")
 	}
@@ -161,7 +198,7 @@ func (c *Client) call(ctx context.Context, path string, req any) (Group, error) 
 	var last error
 	for i := range c.addrs {
 		n := (start + i) % len(c.addrs)
-		g, err := c.callOne(ctx, c.addrs[n], path, body)
+		g, err := c.callOne(ctx, hc, c.addrs[n], path, body)
 		if err == nil || !retryElsewhere(err) {
 			if err == nil {
 				c.mu.Lock()
@@ -188,13 +225,13 @@ func retryElsewhere(err error) bool {
 	return errors.Is(err, ErrNotLeader) || errors.As(err, &te)
 }
 
-func (c *Client) callOne(ctx context.Context, addr, path string, body []byte) (Group, error) {
+func (c *Client) callOne(ctx context.Context, hc *http.Client, addr, path string, body []byte) (Group, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
 	if err != nil {
 		return Group{}, fmt.Errorf("controller: %s: %w", addr, err)
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(hr)
+	resp, err := hc.Do(hr)
 	if err != nil {
 		return Group{}, transportError{fmt.Errorf("controller: %s: %w", addr, err)}
 	}

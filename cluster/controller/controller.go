@@ -105,8 +105,77 @@ type Controller struct {
 	leaderSince time.Time // zero while not the leader
 	noCandidate map[string]int32
 
+	// elections counts the masters this node elected while it led, by
+	// group and trigger; failed the elections that found no candidate.
+	elections map[electionKey]uint64
+	failed    map[string]uint64
+	// watches counts the open watch connections of each broker;
+	// kick wakes the master check when one closes.
+	watches map[beatKey]int
+	kick    chan struct{}
+	// unwatch, closed by EndWatches, ends every watch.
+	unwatch     chan struct{}
+	unwatchOnce sync.Once
+
 	stop chan struct{}
 	done chan struct{}
+}
+
+type electionKey struct{ group, trigger string }
+
+// Triggers of an election, in Metrics.
+const (
+	TriggerHeartbeat = "heartbeat" // the master's heartbeats stopped
+	TriggerRequest   = "request"   // a broker asked (Elect)
+)
+
+// Election is a count of the elections this node made as the leader.
+type Election struct {
+	Group   string
+	Trigger string // TriggerHeartbeat or TriggerRequest
+	Count   uint64
+}
+
+// Metrics is a node's figures for monitoring.
+type Metrics struct {
+	Leader bool
+	// Elections counts the new masters this node elected while it led,
+	// since it started, by group and trigger.
+	Elections []Election
+	// NoCandidate counts, by group, elections this node tried that found
+	// no broker it could elect.
+	NoCandidate map[string]uint64
+	// Watches is the number of brokers' watch connections open here.
+	Watches int
+}
+
+// Metrics returns the node's figures.
+func (c *Controller) Metrics() Metrics {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := Metrics{Leader: c.IsLeader(), NoCandidate: maps.Clone(c.failed)}
+	for _, n := range c.watches {
+		m.Watches += n
+	}
+	for k, n := range c.elections {
+		m.Elections = append(m.Elections, Election{Group: k.group, Trigger: k.trigger, Count: n})
+	}
+	slices.SortFunc(m.Elections, func(a, b Election) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Trigger, b.Trigger))
+	})
+	return m
+}
+
+// counted records an election's outcome.
+func (c *Controller) counted(group, trigger string, old Group, g Group, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil && g.MasterEpoch != old.MasterEpoch:
+		c.elections[electionKey{group, trigger}]++
+	case errors.Is(err, ErrNoCandidate):
+		c.failed[group]++
+	}
 }
 
 type beatKey struct {
@@ -118,6 +187,9 @@ type beat struct {
 	at        time.Time
 	epoch     int32
 	maxOffset int64
+	// closed is set when the broker's watch connection closed after its
+	// last heartbeat: it counts as dead at once.
+	closed bool
 }
 
 // Open starts a controller node: it opens (or creates) its raft state in
@@ -134,6 +206,11 @@ func Open(opts Options) (_ *Controller, err error) {
 		fsm:         &fsm{s: newState()},
 		beats:       map[beatKey]beat{},
 		noCandidate: map[string]int32{},
+		elections:   map[electionKey]uint64{},
+		watches:     map[beatKey]int{},
+		kick:        make(chan struct{}, 1),
+		unwatch:     make(chan struct{}),
+		failed:      map[string]uint64{},
 		stop:        make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
@@ -354,13 +431,92 @@ func (c *Controller) Elect(r ElectRequest) (Group, error) {
 			cands = append([]int64{r.BrokerID}, slices.Delete(cands, i, i+1)...)
 		}
 	}
-	return c.apply(command{Elect: &elect{Group: r.Group, Candidates: cands, Unclean: c.opts.AllowUncleanElection}})
+	ng, err := c.apply(command{Elect: &elect{Group: r.Group, Candidates: cands, Unclean: c.opts.AllowUncleanElection}})
+	c.counted(r.Group, TriggerRequest, g, ng, err)
+	return ng, err
 }
+
+// WatchMaxDuration is how long a watch lasts before the controller ends
+// it and the broker opens another.
+const WatchMaxDuration = time.Minute
+
+// Watch holds a broker's watch connection (RIP-44's closed-channel
+// detection): it returns when ctx ends, when this node stops leading or
+// stops, or after WatchMaxDuration. When ctx ends first (the broker's
+// connection closed: the broker died or went away) and no other watch of
+// the broker is open, the broker counts as dead at once, and a master is
+// replaced without waiting for HeartbeatTimeout. Leader only.
+func (c *Controller) Watch(ctx context.Context, r WatchRequest) error {
+	if !c.ready() {
+		return c.notLeader()
+	}
+	g, err := c.Group(r.Group)
+	if err != nil {
+		return err
+	}
+	if _, ok := g.Members[r.BrokerID]; !ok {
+		return fmt.Errorf("%w: %d in group %s", ErrUnknownBroker, r.BrokerID, r.Group)
+	}
+	key := beatKey{r.Group, r.BrokerID}
+	c.mu.Lock()
+	c.watches[key]++
+	c.mu.Unlock()
+	max := time.NewTimer(WatchMaxDuration)
+	defer max.Stop()
+	lead := time.NewTicker(100 * time.Millisecond)
+	defer lead.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			c.watches[key]--
+			last := c.watches[key] == 0
+			if last {
+				delete(c.watches, key)
+				if b, ok := c.beats[key]; ok {
+					b.closed = true
+					c.beats[key] = b
+				}
+			}
+			c.mu.Unlock()
+			if last {
+				c.log.Warn("a broker's watch connection closed; it counts as dead", "group", r.Group, "broker", r.BrokerID)
+				select {
+				case c.kick <- struct{}{}:
+				default:
+				}
+			}
+			return ctx.Err()
+		case <-c.stop:
+		case <-c.unwatch:
+		case <-max.C:
+		case <-lead.C:
+			if c.ready() {
+				continue
+			}
+		}
+		c.mu.Lock()
+		if c.watches[key]--; c.watches[key] <= 0 {
+			delete(c.watches, key)
+		}
+		c.mu.Unlock()
+		return nil
+	}
+}
+
+// EndWatches ends every watch, open or to come, as when the leader ends
+// them: no broker counts as dead for it. Call it when the request API
+// shuts down (http.Server.RegisterOnShutdown), whose graceful shutdown
+// would otherwise wait for them.
+func (c *Controller) EndWatches() { c.unwatchOnce.Do(func() { close(c.unwatch) }) }
 
 // alive reports whether a broker's last heartbeat is within the timeout;
 // a new leader counts every broker as just seen.
 func (c *Controller) aliveLocked(group string, id int64, now time.Time) (beat, bool) {
 	b := c.beats[beatKey{group, id}]
+	if b.closed {
+		return b, false
+	}
 	at := b.at
 	if at.Before(c.leaderSince) {
 		at = c.leaderSince
@@ -404,10 +560,13 @@ func (c *Controller) watch() {
 	defer t.Stop()
 	var checked time.Time
 	for {
+		kicked := false
 		select {
 		case <-c.stop:
 			return
 		case <-t.C:
+		case <-c.kick:
+			kicked = true
 		}
 		leader := c.IsLeader()
 		c.mu.Lock()
@@ -427,7 +586,7 @@ func (c *Controller) watch() {
 			c.mu.Unlock()
 			c.log.Info("controller leads the quorum")
 		}
-		if now := time.Now(); leader && now.Sub(checked) >= every {
+		if now := time.Now(); leader && (kicked || now.Sub(checked) >= every) {
 			checked = now
 			c.checkMasters(now)
 		}
@@ -456,6 +615,7 @@ func (c *Controller) checkMasters(now time.Time) {
 		}
 		cands := c.candidates(g, now)
 		ng, err := c.apply(command{Elect: &elect{Group: g.Name, Candidates: cands, Unclean: c.opts.AllowUncleanElection}})
+		c.counted(g.Name, TriggerHeartbeat, g, ng, err)
 		switch {
 		case err == nil:
 			c.log.Warn("master lost its heartbeat; elected a new one", "group", g.Name,

@@ -193,6 +193,17 @@ func TestQuorumRegisterElectFailover(t *testing.T) {
 		t.Fatalf("elect preferring out-of-sync 3: %+v, %v; want 2 at epoch 3", g, err)
 	}
 
+	// The leader counted one election for the lost heartbeat and one
+	// asked for; the followers none.
+	if m := lead.c.Metrics(); !m.Leader || fmt.Sprint(m.Elections) != "[{broker-a heartbeat 1} {broker-a request 1}]" {
+		t.Fatalf("leader's metrics %+v, want one election by heartbeat and one by request", m)
+	}
+	for _, n := range nodes {
+		if m := n.c.Metrics(); n != lead && (m.Leader || len(m.Elections) != 0) {
+			t.Fatalf("follower %s's metrics %+v", n.c.opts.ID, m)
+		}
+	}
+
 	// The controller leader goes away; the two others elect a leader and
 	// carry on with the same record.
 	lead.stop(t)
@@ -218,6 +229,9 @@ func TestQuorumRegisterElectFailover(t *testing.T) {
 	g = waitGroup(t, cl, 5*time.Second, "failover to 3", func(g Group) bool { return g.MasterID == 3 })
 	if g.MasterEpoch != 4 {
 		t.Fatalf("second failover: %+v, want epoch 4", g)
+	}
+	if m := newLead.c.Metrics(); fmt.Sprint(m.Elections) != "[{broker-a heartbeat 1}]" {
+		t.Fatalf("new leader's metrics %+v, want the one election it made", m)
 	}
 	for _, n := range rest {
 		deadline := time.Now().Add(5 * time.Second)
@@ -316,5 +330,77 @@ func TestOptionsRefused(t *testing.T) {
 		if _, err := Open(tc.opts); !errors.Is(err, ErrPeers) {
 			t.Errorf("%s: %v, want ErrPeers", tc.name, err)
 		}
+	}
+}
+
+// A master whose watch connection closes counts as dead at once: the
+// leader elects its in-sync replica long before the heartbeat timeout. A
+// watch the leader ends itself (it stops leading, or the watch's time is
+// up) changes nothing.
+func TestWatchClosedFailsOverAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs elections")
+	}
+	nodes := quorum(t, 3, 20*time.Second)
+	lead := leader(t, nodes)
+	cl := NewClient(apis(nodes))
+	ctx := context.Background()
+	for id := int64(1); id <= 3; id++ { // 3: the one waitGroup beats for
+		if _, err := cl.Register(ctx, RegisterRequest{Cluster: "C", Group: "broker-a", BrokerID: id,
+			Addr: fmt.Sprintf("10.0.0.%d:10911", id), HAAddr: fmt.Sprintf("10.0.0.%d:10912", id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b1 := heartbeats(cl, HeartbeatRequest{Group: "broker-a", BrokerID: 1, Epoch: 1, MaxOffset: 500})
+	b2 := heartbeats(cl, HeartbeatRequest{Group: "broker-a", BrokerID: 2, Epoch: 1, MaxOffset: 500})
+	defer b2.halt()
+	if _, err := cl.AlterSyncStateSet(ctx, AlterSyncStateSetRequest{Group: "broker-a", MasterID: 1, MasterEpoch: 1, SyncStateSet: []int64{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Watch(ctx, WatchRequest{Group: "broker-a", BrokerID: 9}); !errors.Is(err, ErrUnknownBroker) {
+		t.Fatalf("watch of an unknown broker: %v, want ErrUnknownBroker", err)
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() { watched <- cl.Watch(wctx, WatchRequest{Group: "broker-a", BrokerID: 1}) }()
+	key := beatKey{"broker-a", 1}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		lead.c.mu.Lock()
+		n := lead.c.watches[key]
+		lead.c.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the leader never held the watch")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The master's process dies: its heartbeats stop and its connection
+	// closes.
+	b1.halt()
+	cancel()
+	closed := time.Now()
+	g := waitGroup(t, cl, 5*time.Second, "failover to 2", func(g Group) bool { return g.MasterID == 2 })
+	if g.MasterEpoch != 2 {
+		t.Fatalf("after the watch closed: %+v, want 2 at epoch 2", g)
+	}
+	took := time.Since(closed)
+	if err := <-watched; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled watch returned %v", err)
+	}
+	t.Logf("failover %v after the watch closed (heartbeat timeout 20s)", took.Round(time.Millisecond))
+
+	// A heartbeat after the closure counts: broker 1, alive after all,
+	// may be elected again.
+	b1 = heartbeats(cl, HeartbeatRequest{Group: "broker-a", BrokerID: 1, Epoch: 2, MaxOffset: 600})
+	defer b1.halt()
+	if _, err := cl.AlterSyncStateSet(ctx, AlterSyncStateSetRequest{Group: "broker-a", MasterID: 2, MasterEpoch: 2, SyncStateSet: []int64{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := cl.Elect(ctx, ElectRequest{Group: "broker-a", BrokerID: 1}); err != nil || g.MasterID != 1 {
+		t.Fatalf("electing 1 after its heartbeat resumed: %+v, %v", g, err)
 	}
 }

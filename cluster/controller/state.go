@@ -99,6 +99,12 @@ type HeartbeatRequest struct {
 	MaxOffset int64  `json:"maxOffset"`
 }
 
+// WatchRequest opens a broker's watch connection (Controller.Watch).
+type WatchRequest struct {
+	Group    string `json:"group"`
+	BrokerID int64  `json:"brokerId"`
+}
+
 // elect is the raft command of an election: the leader ranks the live
 // members (Candidates, best first) and the state machine picks the first
 // that may be elected, so every node picks the same.

@@ -44,7 +44,8 @@
 //	3 refuse    reason
 //	4 ack       i64 offset
 //	5 transfer  u32 epoch | i64 epoch start | i64 offset | i64 master end | frames
-//	6 metadata  engine.Metadata as JSON (topics, groups, consumer offsets)
+//	6 metadata  engine.Metadata as JSON (topics, groups, consumer offsets,
+//	            pop states, the receipt-handle key)
 //
 // A message longer than MaxMessage, of an unknown type, with bytes left
 // over or with fields out of range (epochs out of order, frames past the
@@ -52,14 +53,17 @@
 //
 // # Metadata
 //
-// Topics, consumer groups and committed consumer offsets are not in the
-// log: the master sends a snapshot of them (engine.Metadata) at the start
-// of each session and then every MetadataInterval (1 s) when it changed,
-// and the replica applies it (engine.ApplyMetadata). A replica promoted
-// after a failover therefore knows every topic and group and resumes
-// consumers from offsets at most that interval old (RocketMQ's replicas
-// pull them every 10 s). Pop state and the timers' progress are not sent:
-// timers, half messages and retries are in the log.
+// Topics, consumer groups, committed consumer offsets and the pop
+// consumers' states (with the key receipt handles are signed with) are
+// not in the log: the master sends a snapshot of them (engine.Metadata)
+// at the start of each session and then every MetadataInterval (1 s) when
+// it changed, and the replica applies it (engine.ApplyMetadata). A
+// replica promoted after a failover therefore knows every topic and
+// group, resumes consumers from offsets at most that interval old
+// (RocketMQ's replicas pull them every 10 s), redelivers to pop consumers
+// only what they were handed or acknowledged in that interval, and
+// accepts the receipt handles its master issued. The timers' progress is
+// not sent: timers, half messages and retries are in the log.
 //
 // # Sync replication
 //

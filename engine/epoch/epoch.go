@@ -235,11 +235,13 @@ func EndOf(entries []Entry, i int, end int64) int64 {
 // two ends of that epoch. Records of one epoch at one offset were
 // written by one master, so both logs hold the same bytes below that
 // point. A member with no epochs has nothing to compare and keeps its
-// log (the point is myEnd). ok is false when no epoch matches: the logs
-// share no known prefix and the member must not copy the master's
+// log (the point is myEnd); nor does a member whose epochs hold no
+// record at all (a master promoted and stopped before its first write,
+// which its successor never saw). ok is false when no epoch matches: the
+// logs share no known prefix and the member must not copy the master's
 // records onto its own.
 func ConsistentPoint(mine []Entry, myEnd int64, theirs []Entry, theirEnd int64) (point int64, ok bool) {
-	if len(mine) == 0 {
+	if len(mine) == 0 || myEnd <= mine[0].Start {
 		return myEnd, true
 	}
 	for i := len(mine) - 1; i >= 0; i-- {

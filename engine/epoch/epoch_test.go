@@ -27,6 +27,9 @@ func TestConsistentPoint(t *testing.T) {
 		{"I hold an epoch they do not know, they started later", []Entry{{1, 0}, {3, 200}}, 700, []Entry{{1, 0}, {2, 200}}, 900, 200, true},
 		{"nothing in common", []Entry{{2, 100}}, 700, []Entry{{1, 0}, {3, 500}}, 900, 0, false},
 		{"they have no epochs", []Entry{{1, 0}}, 700, nil, 900, 0, false},
+		{"my only epoch is empty", []Entry{{1, 0}}, 0, []Entry{{2, 0}}, 0, 0, true},
+		{"my only epochs are empty", []Entry{{1, 0}, {3, 0}}, 0, []Entry{{2, 0}}, 300, 0, true},
+		{"my empty last epoch does not hide a divergence", []Entry{{2, 100}, {4, 700}}, 700, []Entry{{1, 0}, {3, 500}}, 900, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			point, ok := ConsistentPoint(tc.mine, tc.myEnd, tc.theirs, tc.theirEnd)

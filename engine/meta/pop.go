@@ -94,3 +94,38 @@ func (s *Store) DeletePopStates(group, topic string) error {
 		return nil
 	})
 }
+
+// AllPopStates calls fn with every stored pop state (Offset is -1: the
+// committed offsets are read with AllOffsets) until fn returns false.
+func (s *Store) AllPopStates(fn func(PopRecord) bool) error {
+	prefix := []byte{'p'}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: kv.PrefixEnd(prefix)})
+	if err != nil {
+		return fmt.Errorf("meta: read pop states: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		// 'p', len(group), group, len(topic), topic, queue (4 bytes).
+		if len(k) < 2 {
+			continue
+		}
+		g := int(k[1])
+		if len(k) < 2+g+1 {
+			continue
+		}
+		t := int(k[2+g])
+		if len(k) != 2+g+1+t+4 {
+			continue
+		}
+		r := PopRecord{Group: string(k[2 : 2+g]), Topic: string(k[3+g : 3+g+t]),
+			Queue: int32(binary.BigEndian.Uint32(k[len(k)-4:])), State: append([]byte(nil), it.Value()...), Offset: -1}
+		if !fn(r) {
+			break
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("meta: read pop states: %w", err)
+	}
+	return nil
+}

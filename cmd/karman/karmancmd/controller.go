@@ -16,6 +16,9 @@ import (
 
 	"github.com/karmanmq/karman/cluster/controller"
 	"github.com/karmanmq/karman/server/config"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -60,7 +63,11 @@ func (f *controllerFlags) start(out io.Writer, log *slog.Logger) (stop func(cont
 		ln.Close()
 		return nil, nil, err
 	}
-	srv := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", c.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(controllerRegistry(c), promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv.RegisterOnShutdown(c.EndWatches)
 	ec := make(chan error, 1)
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -149,4 +156,55 @@ func parsePeers(s string) (map[string]string, error) {
 		return nil, errors.New("controller: --controller-peers: none given")
 	}
 	return peers, nil
+}
+
+// controllerRegistry holds a controller node's metrics (served on
+// GET /metrics of its request address) and the Go runtime's and the
+// process's.
+func controllerRegistry(c *controller.Controller) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), controllerCollector{c: c})
+	return reg
+}
+
+var (
+	ctlLeaderDesc = prometheus.NewDesc("karman_controller_leader", "1 while this node leads the controller quorum", nil, nil)
+	ctlElectDesc  = prometheus.NewDesc("karman_controller_elections_total",
+		"new masters this node elected while it led, by broker group and trigger (heartbeat: the master's heartbeats stopped; request: a broker asked)",
+		[]string{"group", "trigger"}, nil)
+	ctlNoCandDesc = prometheus.NewDesc("karman_controller_elections_no_candidate_total",
+		"elections this node tried that found no live in-sync broker, by broker group", []string{"group"}, nil)
+	ctlEpochDesc = prometheus.NewDesc("karman_controller_master_epoch", "each broker group's master epoch in this node's copy of the record", []string{"group"}, nil)
+	ctlInSync    = prometheus.NewDesc("karman_controller_in_sync_members", "members of each broker group's in-sync set, the master included", []string{"group"}, nil)
+	ctlWatches   = prometheus.NewDesc("karman_controller_watches", "brokers' watch connections open on this node (the leader holds them)", nil, nil)
+	ctlMembers   = prometheus.NewDesc("karman_controller_members", "brokers registered in each broker group", []string{"group"}, nil)
+)
+
+type controllerCollector struct{ c *controller.Controller }
+
+func (controllerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{ctlLeaderDesc, ctlElectDesc, ctlNoCandDesc, ctlEpochDesc, ctlInSync, ctlMembers, ctlWatches} {
+		ch <- d
+	}
+}
+
+func (cc controllerCollector) Collect(ch chan<- prometheus.Metric) {
+	m := cc.c.Metrics()
+	leader := 0.0
+	if m.Leader {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(ctlLeaderDesc, prometheus.GaugeValue, leader)
+	ch <- prometheus.MustNewConstMetric(ctlWatches, prometheus.GaugeValue, float64(m.Watches))
+	for _, e := range m.Elections {
+		ch <- prometheus.MustNewConstMetric(ctlElectDesc, prometheus.CounterValue, float64(e.Count), e.Group, e.Trigger)
+	}
+	for g, n := range m.NoCandidate {
+		ch <- prometheus.MustNewConstMetric(ctlNoCandDesc, prometheus.CounterValue, float64(n), g)
+	}
+	for _, g := range cc.c.Groups() {
+		ch <- prometheus.MustNewConstMetric(ctlEpochDesc, prometheus.GaugeValue, float64(g.MasterEpoch), g.Name)
+		ch <- prometheus.MustNewConstMetric(ctlInSync, prometheus.GaugeValue, float64(len(g.SyncStateSet)), g.Name)
+		ch <- prometheus.MustNewConstMetric(ctlMembers, prometheus.GaugeValue, float64(len(g.Members)), g.Name)
+	}
 }

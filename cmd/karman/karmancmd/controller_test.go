@@ -3,7 +3,9 @@ package karmancmd
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -92,8 +94,61 @@ func testControllerCommand(t *testing.T, command ...string) {
 	if err != nil || g.MasterID != 1 || g.MasterEpoch != 1 {
 		t.Fatalf("register: %+v, %v", g, err)
 	}
+	for {
+		// The new leader answers elections once it applied its log.
+		g, err = cl.Elect(context.Background(), controller.ElectRequest{Group: "broker-a", BrokerID: 1})
+		if err == nil || !errors.Is(err, controller.ErrNotLeader) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil || g.MasterEpoch != 2 {
+		t.Fatalf("elect: %+v, %v", g, err)
+	}
+	// A broker's watch connection, held until the node shuts down.
+	watched := make(chan error, 1)
+	go func() {
+		watched <- cl.Watch(context.Background(), controller.WatchRequest{Group: "broker-a", BrokerID: 1})
+	}()
+	// GET /metrics on the request address: the node leads, holds the
+	// watch, made one election on request, and holds the group at epoch 2.
+	var body []byte
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + r.addrs["controller"] + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), "karman_controller_watches 1\n") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{
+		"karman_controller_watches 1\n",
+		"karman_controller_leader 1\n",
+		`karman_controller_elections_total{group="broker-a",trigger="request"} 1` + "\n",
+		`karman_controller_master_epoch{group="broker-a"} 2` + "\n",
+		`karman_controller_in_sync_members{group="broker-a"} 1` + "\n",
+		`karman_controller_members{group="broker-a"} 1` + "\n",
+		"go_goroutines ",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+	// A graceful stop ends the watch instead of waiting for it.
+	stopping := time.Now()
 	if err := r.stop(t); err != nil {
 		t.Fatalf("stop: %v", err)
+	}
+	if took := time.Since(stopping); took > 5*time.Second {
+		t.Errorf("stopping with a watch open took %v", took)
+	}
+	if err := <-watched; err != nil {
+		t.Errorf("the watch ended with %v, want nil (ended by the controller)", err)
 	}
 }
 

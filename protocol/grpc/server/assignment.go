@@ -15,16 +15,18 @@ import (
 // server), with queue id -1, since receives pop from every queue and the
 // group's consumers share them message by message. Assignments name this
 // server's endpoint (Options.Endpoint, else the endpoint the client
-// dialled). A topic with no readable queue is FORBIDDEN.
+// dialled); with Options.Groups, the other broker groups serving the
+// topic get theirs too, naming their masters' endpoints. A topic with no
+// readable queue is FORBIDDEN.
 func (s *Server) QueryAssignment(ctx context.Context, req *rmqpb.QueryAssignmentRequest) (*rmqpb.QueryAssignmentResponse, error) {
-	as, err := s.assignments(req)
+	as, err := s.assignments(ctx, req)
 	if err != nil {
 		return &rmqpb.QueryAssignmentResponse{Status: statusOf(err)}, nil
 	}
 	return &rmqpb.QueryAssignmentResponse{Status: okStatus(), Assignments: as}, nil
 }
 
-func (s *Server) assignments(req *rmqpb.QueryAssignmentRequest) ([]*rmqpb.Assignment, error) {
+func (s *Server) assignments(ctx context.Context, req *rmqpb.QueryAssignmentRequest) ([]*rmqpb.Assignment, error) {
 	group, err := consumerGroup(req.GetGroup())
 	if err != nil {
 		return nil, err
@@ -33,11 +35,21 @@ func (s *Server) assignments(req *rmqpb.QueryAssignmentRequest) ([]*rmqpb.Assign
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.eng.Topic(topic)
+	ep := s.endpoint
+	if len(ep.GetAddresses()) == 0 {
+		ep = dialled(req.GetEndpoints())
+	}
+	groups, err := s.routedGroups(ctx, topic, ep, false)
 	if err != nil {
 		return nil, err
 	}
-	if !t.Perm.Readable() || t.ReadQueues <= 0 {
+	readable := groups[:0:0]
+	for _, g := range groups {
+		if g.cfg.Perm.Readable() && g.cfg.ReadQueues > 0 {
+			readable = append(readable, g)
+		}
+	}
+	if len(readable) == 0 {
 		return nil, fmt.Errorf("%w: topic %s has no readable queue", engine.ErrNoPermission, topic)
 	}
 	fifo := false
@@ -50,24 +62,22 @@ func (s *Server) assignments(req *rmqpb.QueryAssignmentRequest) ([]*rmqpb.Assign
 	// An unknown group is not FIFO; a receive creates it, or reports it
 	// missing.
 
-	ep := s.endpoint
-	if len(ep.GetAddresses()) == 0 {
-		ep = dialled(req.GetEndpoints())
-	}
-	broker := &rmqpb.Broker{Name: s.opts.BrokerName, Id: 0, Endpoints: ep}
 	res := clientResource(req.GetTopic())
-	types := acceptedTypes(t.MessageType)
-	mq := func(id int32, perm rmqpb.Permission) *rmqpb.Assignment {
-		return &rmqpb.Assignment{MessageQueue: &rmqpb.MessageQueue{
-			Topic: res, Id: id, Permission: perm, Broker: broker, AcceptMessageTypes: types,
-		}}
-	}
-	if !fifo {
-		return []*rmqpb.Assignment{mq(-1, rmqpb.Permission_READ_WRITE)}, nil
-	}
-	out := make([]*rmqpb.Assignment, t.ReadQueues)
-	for id := range t.ReadQueues {
-		out[id] = mq(id, queuePermission(t, id))
+	var out []*rmqpb.Assignment
+	for _, g := range readable {
+		types := acceptedTypes(g.cfg.MessageType)
+		mq := func(id int32, perm rmqpb.Permission) *rmqpb.Assignment {
+			return &rmqpb.Assignment{MessageQueue: &rmqpb.MessageQueue{
+				Topic: res, Id: id, Permission: perm, Broker: g.broker, AcceptMessageTypes: types,
+			}}
+		}
+		if !fifo {
+			out = append(out, mq(-1, rmqpb.Permission_READ_WRITE))
+			continue
+		}
+		for id := range g.cfg.ReadQueues {
+			out = append(out, mq(id, queuePermission(g.cfg, id)))
+		}
 	}
 	return out, nil
 }

@@ -12,11 +12,13 @@ import (
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 )
 
-// QueryRoute answers the route of a topic: this server is its only broker
-// (Options.BrokerName, id 0, reached at Options.Endpoint, or at the
-// address the client dialled when no endpoint is configured), holding
-// queues 0..n-1 of the topic. Every queue carries the message types the
-// topic accepts.
+// QueryRoute answers the route of a topic: this server (Options.BrokerName,
+// id 0, reached at Options.Endpoint, or at the address the client
+// dialled when no endpoint is configured) holds queues 0..n-1 of the
+// topic; with Options.Groups, the other broker groups serving it follow,
+// each with its own queues and its master's endpoint, as RocketMQ's proxy
+// answers in cluster mode. Every queue carries the message types the
+// topic accepts here.
 //
 // Clients send and simple-consume through queue 0 only, and the server
 // chooses the real queue itself (SendMessage, ReceiveMessage), so queue 0
@@ -38,15 +40,19 @@ func (s *Server) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest) (
 	if err := message.ValidateTopic(name); err != nil {
 		return &rmqpb.QueryRouteResponse{Status: statusOf(fmt.Errorf("%w: %w", errIllegalTopic, err))}, nil
 	}
-	cfg, err := s.routeTopic(name)
-	if err != nil {
-		return &rmqpb.QueryRouteResponse{Status: statusOf(err)}, nil
-	}
 	ep := s.endpoint
 	if len(ep.GetAddresses()) == 0 {
 		ep = dialled(req.GetEndpoints())
 	}
-	return &rmqpb.QueryRouteResponse{Status: okStatus(), MessageQueues: routeQueues(cfg, req.GetTopic(), s.opts.BrokerName, ep)}, nil
+	groups, err := s.routedGroups(ctx, name, ep, true)
+	if err != nil {
+		return &rmqpb.QueryRouteResponse{Status: statusOf(err)}, nil
+	}
+	var mqs []*rmqpb.MessageQueue
+	for _, g := range groups {
+		mqs = append(mqs, routeQueues(g.cfg, req.GetTopic(), g.broker)...)
+	}
+	return &rmqpb.QueryRouteResponse{Status: okStatus(), MessageQueues: mqs}, nil
 }
 
 // routeTopic returns the configuration of topic name, creating the topic
@@ -82,9 +88,8 @@ func dialled(ep *rmqpb.Endpoints) *rmqpb.Endpoints {
 
 // routeQueues returns the queues of a topic as one broker holds them,
 // naming the topic as the client did (topic).
-func routeQueues(cfg meta.Topic, topic *rmqpb.Resource, brokerName string, ep *rmqpb.Endpoints) []*rmqpb.MessageQueue {
+func routeQueues(cfg meta.Topic, topic *rmqpb.Resource, broker *rmqpb.Broker) []*rmqpb.MessageQueue {
 	res := clientResource(topic)
-	broker := &rmqpb.Broker{Name: brokerName, Id: 0, Endpoints: ep}
 	types := acceptedTypes(cfg.MessageType)
 	n := cfg.Queues()
 	out := make([]*rmqpb.MessageQueue, n)

@@ -83,6 +83,11 @@ type Options struct {
 	// estimate the bandwidth. Default DefaultWindowSize and
 	// DefaultConnWindowSize; below 64 KiB they are 64 KiB.
 	WindowSize, ConnWindowSize int32
+	// Groups, when set, returns the broker groups besides this one that
+	// serve a topic (as the name servers route it), which QueryRoute and
+	// QueryAssignment answer beside this server's own. It is called for
+	// each of those requests and should answer from a cache.
+	Groups func(ctx context.Context, topic string) []GroupRoute
 	// Logger receives the server's log records. Default: discarded.
 	Logger *slog.Logger
 }

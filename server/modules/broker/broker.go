@@ -266,7 +266,7 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 		Addr:             advertise,
 		AutoCreateTopics: h.EngineOptions.AutoCreateTopics,
 		AutoCreateGroups: h.EngineOptions.AutoCreateGroups,
-		RuntimeInfo:      h.Replication,
+		RuntimeInfo:      h.RuntimeInfo,
 		Logger:           h.Logger,
 	})
 	mux := server.NewMux()

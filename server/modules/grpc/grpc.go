@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/karmanmq/karman/protocol/grpc/server"
 	"github.com/karmanmq/karman/protocol/grpc/transport"
@@ -38,16 +40,44 @@ func init() { karman.RegisterModule(Info) }
 
 // Interface guards.
 var (
-	_ karman.FlagBinder = (*Module)(nil)
-	_ karman.Validator  = (*Module)(nil)
-	_ karman.Starter    = (*Module)(nil)
-	_ karman.Stopper    = (*Module)(nil)
+	_ karman.FlagBinder          = (*Module)(nil)
+	_ karman.Provisioner         = (*Module)(nil)
+	_ karman.RuntimeInfoReporter = (*Module)(nil)
+	_ karman.Validator           = (*Module)(nil)
+	_ karman.Starter             = (*Module)(nil)
+	_ karman.Stopper             = (*Module)(nil)
 )
 
 // Module is the gRPC module.
 type Module struct {
-	Config Config
-	stop   karman.StopFunc
+	Config   Config
+	stop     karman.StopFunc
+	endpoint atomic.Value // string: the advertised endpoint, once started
+}
+
+// Provision takes the broker group's name and the name servers from the
+// remoting broker's flags: routes name this group as the broker does, and
+// list the other groups the name servers route a topic to.
+func (m *Module) Provision(pc karman.ProvisionContext) error {
+	if pc.Flag == nil {
+		return nil
+	}
+	if v, ok := pc.Flag("broker-name"); ok && m.Config.BrokerName == "" {
+		m.Config.BrokerName = v
+	}
+	if v, ok := pc.Flag("broker-namesrv"); ok && v != "" && len(m.Config.NameServers) == 0 {
+		m.Config.NameServers = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
+	}
+	return nil
+}
+
+// RuntimeInfo names the gRPC endpoint in the broker's runtime
+// information (InfoEndpoint), where other groups' front-ends find it.
+func (m *Module) RuntimeInfo() map[string]string {
+	if e, _ := m.endpoint.Load().(string); e != "" {
+		return map[string]string{InfoEndpoint: e}
+	}
+	return nil
 }
 
 // KarmanModule implements karman.Module.
@@ -70,6 +100,9 @@ func (m *Module) Validate() error {
 func (m *Module) Start(ctx context.Context, h karman.Host) error {
 	stop, err := Start(ctx, h, &m.Config)
 	m.stop = stop
+	if err == nil {
+		m.endpoint.Store(m.Config.advertised)
+	}
 	return err
 }
 
@@ -86,6 +119,15 @@ type Config struct {
 	// TLSCert and TLSKey are the PEM files of the certificate served to
 	// clients that open with TLS; empty: a self-signed one.
 	TLSCert, TLSKey string
+	// BrokerName is the broker group routes name this front-end by
+	// (the module takes --broker-name); empty: the gRPC server's default.
+	BrokerName string
+	// NameServers, when set, are asked for the other broker groups
+	// serving a topic, which routes and assignments list too (the module
+	// takes --broker-namesrv, else the name server of this process).
+	NameServers []string
+
+	advertised string // set by Start
 }
 
 // bindFlags adds the module's flags to fs, filling c.
@@ -110,8 +152,25 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 			return nil, err
 		}
 	}
+	nameServers := cfg.NameServers
+	if len(nameServers) == 0 {
+		if a, ok := h.Addrs["namesrv"]; ok {
+			if d, err := brokerfe.Advertise(a, ""); err == nil {
+				nameServers = []string{d}
+			}
+		}
+	}
+	var routes *clusterRoutes
+	var groups func(context.Context, string) []server.GroupRoute
+	if len(nameServers) > 0 {
+		routes = newClusterRoutes(nameServers, brokerName(cfg.BrokerName), endpoint, h.Logger)
+		groups = routes.Groups
+	}
+	cfg.advertised = endpoint
 	srv, err := server.New(h.Engine, server.Options{
 		Endpoint:         endpoint,
+		BrokerName:       cfg.BrokerName,
+		Groups:           groups,
 		Logger:           h.Logger,
 		MaxBodySize:      h.EngineOptions.MaxMessageSize,
 		AutoCreateTopics: h.EngineOptions.AutoCreateTopics,
@@ -135,6 +194,9 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 	h.Logger.Info("grpc serving", "advertise", endpoint)
 
 	return func(ctx context.Context) error {
+		if routes != nil {
+			defer routes.close()
+		}
 		errs := []error{srv.Close()}
 		stopped := make(chan struct{})
 		go func() { g.GracefulStop(); close(stopped) }()
@@ -150,4 +212,12 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 		}
 		return errors.Join(errs...)
 	}, nil
+}
+
+// brokerName is the group name routes carry for name ("" : the default).
+func brokerName(name string) string {
+	if name == "" {
+		return server.DefaultBrokerName
+	}
+	return name
 }

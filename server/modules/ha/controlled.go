@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/karmanmq/karman/cluster/controller"
@@ -44,6 +45,10 @@ type controlled struct {
 	replica     *ha.Replica
 	lastErr     string
 
+	// promotions and demotions count the changes of role the
+	// controller's answers caused.
+	promotions, demotions atomic.Int64
+
 	mu      sync.Mutex
 	current *ha.Replica // for metrics
 	last    controller.Group
@@ -60,6 +65,9 @@ func (c *controlled) group() (controller.Group, bool) {
 func (c *controlled) run(ctx context.Context) {
 	defer c.stopServing()
 	defer c.stopReplica()
+	var watch sync.WaitGroup
+	defer watch.Wait()
+	watch.Go(func() { c.watch(ctx) })
 	registered := false
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
@@ -123,6 +131,24 @@ func (c *controlled) run(ctx context.Context) {
 	}
 }
 
+// watch keeps a watch connection open to the controller leader until ctx
+// ends: when this process dies, the connection closes and the leader
+// replaces it at once if it is master, instead of after the heartbeat
+// timeout. A watch refused (not registered yet, no leader) is tried
+// again after a heartbeat interval.
+func (c *controlled) watch(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := c.cl.Watch(ctx, controller.WatchRequest{Group: c.reg.Group, BrokerID: c.reg.BrokerID})
+		if err == nil {
+			continue // the leader ended it: open another
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(c.interval):
+		}
+	}
+}
+
 // act brings the broker to the role the group's record gives it.
 func (c *controlled) act(ctx context.Context, g controller.Group) {
 	c.mu.Lock()
@@ -163,11 +189,15 @@ func (c *controlled) act(ctx context.Context, g controller.Group) {
 		return
 	}
 	c.epoch = g.MasterEpoch
+	c.promotions.Add(1)
 	c.serve()
 	c.log.Warn("ha: this broker is the group's master", "epoch", g.MasterEpoch)
 }
 
 func (c *controlled) demote() {
+	if c.epoch != 0 || c.eng.Role() == engine.RoleMaster {
+		c.demotions.Add(1)
+	}
 	if err := c.eng.Demote(); err != nil {
 		c.log.Error("ha: demotion failed", "err", err)
 	}

@@ -182,9 +182,10 @@ func TestControlledMasterStopsWithoutController(t *testing.T) {
 	}
 }
 
-// A master restarted before the controller replaces it finds its log
-// already at the recorded epoch: it asks for a new election, is elected
-// again at the next epoch, and its replica follows it there.
+// A master that stops closes its watch connection: the controller
+// replaces it at once, long before the heartbeat timeout (10 s here).
+// Restarted, the old master returns as the new master's replica and is
+// in sync again at the new epoch.
 func TestControlledMasterRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs elections")
@@ -199,24 +200,59 @@ func TestControlledMasterRestarts(t *testing.T) {
 	eventually(t, "broker 1 master", func() bool { return m.Engine().Role() == engine.RoleMaster })
 	r := start(t, flags("2")...)
 	cl := controller.NewClient(ctls)
-	inSync := func(epoch int32) func() bool {
+	inSync := func(master int64, epoch int32) func() bool {
 		return func() bool {
 			g, err := cl.Heartbeat(context.Background(), controller.HeartbeatRequest{Group: "broker-a", BrokerID: 2})
-			return err == nil && g.MasterID == 1 && g.MasterEpoch == epoch && slices.Equal(g.SyncStateSet, []int64{1, 2})
+			return err == nil && g.MasterID == master && g.MasterEpoch == epoch && slices.Equal(g.SyncStateSet, []int64{1, 2})
 		}
 	}
-	eventually(t, "broker 2 in sync at epoch 1", inSync(1))
+	eventually(t, "broker 2 in sync at epoch 1", inSync(1, 1))
 	if err := m.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	stopped := time.Now()
+	eventually(t, "broker 2 master", func() bool { return r.Engine().Role() == engine.RoleMaster })
+	if took := time.Since(stopped); took > 5*time.Second {
+		t.Fatalf("broker 2 master %v after broker 1 stopped: the closed watch was not noticed", took)
+	}
 	m = startUnmanaged(t, append(flags("1"), "--data", dir)...)
+	defer m.Stop(context.Background())
+	var last controller.Group
+	var lastErr error
+	defer func() {
+		if t.Failed() {
+			t.Logf("last group %+v, %v", last, lastErr)
+		}
+	}()
+	eventually(t, "broker 1 in sync with broker 2 at epoch 2", func() bool {
+		last, lastErr = cl.Heartbeat(context.Background(), controller.HeartbeatRequest{Group: "broker-a", BrokerID: 1})
+		return lastErr == nil && last.MasterID == 2 && last.MasterEpoch == 2 && slices.Equal(last.SyncStateSet, []int64{1, 2})
+	})
+	if m.Engine().Role() != engine.RoleReplica {
+		t.Fatal("broker 1 is not a replica")
+	}
+}
+
+// A group's only broker restarted finds its log already at the recorded
+// epoch (nobody could replace it): it asks for a new election and is
+// master again at the next epoch.
+func TestControlledOnlyBrokerRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs elections")
+	}
+	ctls, _ := quorum(t, 10*time.Second)
+	dir := t.TempDir()
+	flags := []string{"--ha-controller", strings.Join(ctls, ","), "--ha-broker-id", "1", "--ha-addr", "127.0.0.1:0",
+		"--ha-heartbeat-interval", "100ms", "--data", dir}
+	m := startUnmanaged(t, flags...)
+	eventually(t, "broker 1 master", func() bool { return m.Engine().Role() == engine.RoleMaster })
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m = startUnmanaged(t, flags...)
 	defer m.Stop(context.Background())
 	eventually(t, "broker 1 master again", func() bool { return m.Engine().Role() == engine.RoleMaster })
 	if eps := m.Engine().Epochs(); eps[len(eps)-1].Epoch != 2 {
 		t.Fatalf("restarted master's epochs %v, want the last 2", eps)
-	}
-	eventually(t, "broker 2 in sync at epoch 2", inSync(2))
-	if r.Engine().Role() != engine.RoleReplica {
-		t.Fatal("broker 2 is not a replica")
 	}
 }

@@ -45,7 +45,10 @@
 // election first) and serves replicas; otherwise it is demoted if it was
 // master and copies the recorded master's log. As master it reports the
 // replicas in sync to the controller; a report refused because another
-// master was elected demotes it at once.
+// master was elected demotes it at once. The broker also holds a watch
+// connection to the controller leader (POST /v1/watch): when the process
+// dies or stops, the connection closes and the leader replaces a master
+// at once instead of after the heartbeat timeout.
 //
 // Each start of a --ha-role master begins a new epoch (the last recorded + 1), so
 // that a failover by hand (the replica restarted with --ha-role master,

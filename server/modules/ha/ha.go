@@ -45,14 +45,15 @@ var Info = karman.ModuleInfo{
 func init() { karman.RegisterModule(Info) }
 
 var (
-	_ karman.FlagBinder       = (*Module)(nil)
-	_ karman.Validator        = (*Module)(nil)
-	_ karman.Provisioner      = (*Module)(nil)
-	_ karman.EngineConfigurer = (*Module)(nil)
-	_ karman.Starter          = (*Module)(nil)
-	_ karman.Stopper          = (*Module)(nil)
-	_ karman.StatusReporter   = (*Module)(nil)
-	_ karman.RoleReporter     = (*Module)(nil)
+	_ karman.FlagBinder          = (*Module)(nil)
+	_ karman.Validator           = (*Module)(nil)
+	_ karman.Provisioner         = (*Module)(nil)
+	_ karman.EngineConfigurer    = (*Module)(nil)
+	_ karman.Starter             = (*Module)(nil)
+	_ karman.Stopper             = (*Module)(nil)
+	_ karman.StatusReporter      = (*Module)(nil)
+	_ karman.RoleReporter        = (*Module)(nil)
+	_ karman.RuntimeInfoReporter = (*Module)(nil)
 )
 
 // Roles of --ha-role.
@@ -109,6 +110,11 @@ type Status struct {
 	Lag    *int64 `json:"lagBytes,omitempty"`
 	// Replicas are a master's replicas.
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+	// Epoch is the group's master epoch as this broker knows it; InSync
+	// the group's in-sync set (the controller's record, or a master's
+	// own count, "0" being the master).
+	Epoch  int64    `json:"epoch,omitempty"`
+	InSync []string `json:"inSync,omitempty"`
 }
 
 // ReplicaStatus is a replica as its master sees it.
@@ -132,9 +138,17 @@ func (m *Module) ReplicationRole() string {
 // Status reports the role and the replication's lag; nil without a role.
 func (m *Module) Status() any {
 	if m.ctl != nil {
-		st := Status{Role: m.ctl.role()}
+		st := Status{Role: m.ctl.role(), Epoch: m.masterEpoch(), InSync: m.inSyncSet()}
 		if lag, ok := m.ctl.replicaLag(); ok {
 			st.Lag = &lag
+			if g, ok := m.ctl.group(); ok {
+				if mm, ok := g.Master(); ok {
+					st.Master = mm.HAAddr
+				}
+			}
+		}
+		if st.Role == RoleMaster && m.master != nil {
+			st.Replicas = m.replicaStatuses()
 		}
 		return st
 	}
@@ -145,17 +159,24 @@ func (m *Module) Status() any {
 	if !m.running.Load() {
 		return st
 	}
+	st.Epoch, st.InSync = m.masterEpoch(), m.inSyncSet()
 	if m.master != nil {
-		st.Replicas = []ReplicaStatus{}
-		for _, r := range m.master.Replicas() {
-			st.Replicas = append(st.Replicas, ReplicaStatus{ID: r.ID, Addr: r.Addr, LagBytes: r.Lag, InSync: r.InSync, Since: r.Since.UnixMilli()})
-		}
+		st.Replicas = m.replicaStatuses()
 	}
 	if m.replica != nil {
 		lag := m.replica.Lag()
 		st.Master, st.Lag = m.Config.Master, &lag
 	}
 	return st
+}
+
+// replicaStatuses lists a master's replicas (never nil).
+func (m *Module) replicaStatuses() []ReplicaStatus {
+	out := []ReplicaStatus{}
+	for _, r := range m.master.Replicas() {
+		out = append(out, ReplicaStatus{ID: r.ID, Addr: r.Addr, LagBytes: r.Lag, InSync: r.InSync, Since: r.Since.UnixMilli()})
+	}
+	return out
 }
 
 // New returns the module with its defaults.
@@ -343,35 +364,84 @@ func (m *Module) Stop(ctx context.Context) error {
 }
 
 func (m *Module) registerMetrics(r prometheus.Registerer) error {
-	lag := prometheus.NewDesc("karman_replication_lag_bytes", "bytes of the master's commit log a replica does not hold, by replica (on a master) or of this replica", []string{"replica"}, nil)
-	insync := prometheus.NewDesc("karman_replication_in_sync", "1 while a replica counts as in sync, by replica (master)", []string{"replica"}, nil)
-	return r.Register(collector{m: m, lag: lag, insync: insync})
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return r.Register(collector{m: m,
+		lag:         d("karman_replication_lag_bytes", "bytes of the master's commit log a replica does not hold, by replica (on a master) or of this replica", "replica"),
+		insync:      d("karman_replication_in_sync", "1 while a replica counts as in sync, by replica (master)", "replica"),
+		master:      d("karman_ha_master", "1 while this broker is its group's master, 0 while it is a replica"),
+		epoch:       d("karman_ha_master_epoch", "the group's master epoch as this broker knows it"),
+		insyncSize:  d("karman_ha_in_sync_members", "members of the group's in-sync set, the master included (master, or the controller's record)"),
+		replicaLag:  d("karman_ha_replica_lag_bytes", "bytes of this master's commit log each replica does not hold, by replica id", "replica"),
+		replicaSecs: d("karman_ha_replica_lag_seconds", "how long each replica has not held this master's whole log, by replica id; 0 while it does", "replica"),
+		replicaIn:   d("karman_ha_replica_in_sync", "1 while a replica counts as in sync, by replica id (master)", "replica"),
+		ownLag:      d("karman_ha_lag_bytes", "bytes of the master's commit log this replica does not hold"),
+		promotions:  d("karman_ha_promotions_total", "times the controller made this broker its group's master"),
+		demotions:   d("karman_ha_demotions_total", "times this broker stopped being master: another was elected, the controller fenced it, or its lease ran out"),
+	})
 }
 
 type collector struct {
-	m           *Module
-	lag, insync *prometheus.Desc
+	m                                  *Module
+	lag, insync                        *prometheus.Desc
+	master, epoch, insyncSize          *prometheus.Desc
+	replicaLag, replicaSecs, replicaIn *prometheus.Desc
+	ownLag, promotions, demotions      *prometheus.Desc
 }
 
-func (c collector) Describe(ch chan<- *prometheus.Desc) { ch <- c.lag; ch <- c.insync }
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.lag, c.insync, c.master, c.epoch, c.insyncSize, c.replicaLag, c.replicaSecs, c.replicaIn, c.ownLag, c.promotions, c.demotions} {
+		ch <- d
+	}
+}
+
+func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
+	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	if c.m.master != nil {
-		for _, r := range c.m.master.Replicas() {
-			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(r.Lag), r.ID)
-			in := 0.0
-			if r.InSync {
-				in = 1
-			}
-			ch <- prometheus.MustNewConstMetric(c.insync, prometheus.GaugeValue, in, r.ID)
+	m := c.m
+	role := m.ReplicationRole()
+	if role == RoleNone {
+		return
+	}
+	if m.master != nil {
+		for _, r := range m.master.Replicas() {
+			ch <- gauge(c.lag, float64(r.Lag), r.ID)
+			ch <- gauge(c.insync, bit(r.InSync), r.ID)
 		}
 	}
-	if c.m.replica != nil {
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(c.m.replica.Lag()), "self")
+	if m.replica != nil {
+		ch <- gauge(c.lag, float64(m.replica.Lag()), "self")
 	}
-	if c.m.ctl != nil {
-		if lag, ok := c.m.ctl.replicaLag(); ok {
-			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag), "self")
+	if m.ctl != nil {
+		if lag, ok := m.ctl.replicaLag(); ok {
+			ch <- gauge(c.lag, float64(lag), "self")
+		}
+		ch <- prometheus.MustNewConstMetric(c.promotions, prometheus.CounterValue, float64(m.ctl.promotions.Load()))
+		ch <- prometheus.MustNewConstMetric(c.demotions, prometheus.CounterValue, float64(m.ctl.demotions.Load()))
+	}
+	ch <- gauge(c.master, bit(role == RoleMaster))
+	ch <- gauge(c.epoch, float64(m.masterEpoch()))
+	if set := m.inSyncSet(); set != nil {
+		ch <- gauge(c.insyncSize, float64(len(set)))
+	}
+	for _, r := range m.replicaLags() {
+		ch <- gauge(c.replicaLag, float64(r.Bytes), r.ID)
+		ch <- gauge(c.replicaSecs, r.Behind.Seconds(), r.ID)
+		ch <- gauge(c.replicaIn, bit(r.InSync), r.ID)
+	}
+	if role == RoleReplica {
+		if lag, ok := m.ownLag(); ok {
+			ch <- gauge(c.ownLag, float64(lag))
 		}
 	}
 }

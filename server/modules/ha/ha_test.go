@@ -28,7 +28,7 @@ func start(t *testing.T, args ...string) *server.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off",
+	base := []string{"--data", t.TempDir(), "--segment-size", "64MiB", "--http-addr", "off", "--namesrv-addr", "127.0.0.1:0",
 		"--broker-addr", "127.0.0.1:0", "--grpc-addr", "off", "--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off", "--log-level", "error"}
 	if err := opts.Flags.Parse(append(base, args...)); err != nil {
 		t.Fatal(err)
@@ -231,6 +231,9 @@ func TestOverview(t *testing.T) {
 	if o.Role != "master" || o.Status.HA.Role != "master" || o.Status.HA.Replicas[0].Addr == "" || o.Status.HA.Replicas[0].Since == 0 {
 		t.Errorf("master's overview: %+v %+v", o, o.Status.HA)
 	}
+	if st := o.Status.HA; st.Epoch != 1 || len(st.InSync) != 2 || st.InSync[0] != "0" || st.InSync[1] != st.Replicas[0].ID {
+		t.Errorf("master's overview: epoch %d, in sync %v; want epoch 1 and the master with its replica %s", st.Epoch, st.InSync, st.Replicas[0].ID)
+	}
 	eventually(t, "the replica's overview with no lag", func() bool {
 		o := get(replica)
 		return o.Status.HA != nil && o.Status.HA.Lag != nil && *o.Status.HA.Lag == 0
@@ -255,5 +258,69 @@ func TestProvisionReadsBrokerFlags(t *testing.T) {
 	m = ha.New()
 	if err := m.Provision(server.ProvisionContext{}); err != nil || m.Config.BrokerName != "broker-a" {
 		t.Fatalf("without flags: %v, name %q", err, m.Config.BrokerName)
+	}
+}
+
+// Pop state reaches a replica over the replication link: once the master
+// is gone and the replica promoted (a failover by hand), a pop consumer
+// acknowledges with a handle the master issued and is handed only what
+// the master had not handed out.
+func TestPopStateFollowsFailover(t *testing.T) {
+	ctx := context.Background()
+	master := startUnmanaged(t, "--ha-role", "master", "--ha-addr", "127.0.0.1:0")
+	replica := start(t, "--namesrv-addr", "off", "--ha-role", "replica", "--ha-master", module(t, master).Addr().String())
+	me := master.Engine()
+	if err := me.CreateTopic(meta.Topic{Name: "PopT", ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	if err := me.CreateGroup(meta.Group{Name: "pop-g", MaxAttempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := me.Send(ctx, &message.Message{Topic: "PopT", Body: []byte(fmt.Sprint("m", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := me.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	popped, err := me.Pop(ctx, engine.PopOptions{Group: "pop-g", Topic: "PopT", Max: 3, Invisible: time.Minute})
+	if err != nil || len(popped) != 3 {
+		t.Fatalf("pop: %d, %v", len(popped), err)
+	}
+	if err := me.Ack(ctx, "pop-g", popped[0].Handle); err != nil {
+		t.Fatal(err)
+	}
+	want, err := me.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the master's pop state on the replica", func() bool {
+		got, err := replica.Engine().Metadata()
+		return err == nil && fmt.Sprint(got.PopStates) == fmt.Sprint(want.PopStates) && string(got.PopHandleKey) == string(want.PopHandleKey)
+	})
+	if _, end := replica.Engine().LogRange(); end == 0 {
+		t.Fatal("the replica holds no log")
+	}
+	if err := master.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	re := replica.Engine()
+	if err := re.Promote(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := re.Ack(ctx, "pop-g", popped[1].Handle); err != nil {
+		t.Fatalf("the master's receipt handle on the promoted replica: %v", err)
+	}
+	again, err := re.Pop(ctx, engine.PopOptions{Group: "pop-g", Topic: "PopT", Max: 10, Invisible: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for _, p := range again {
+		offs = append(offs, p.Offset)
+	}
+	if fmt.Sprint(offs) != "[3 4]" {
+		t.Fatalf("the promoted replica handed out offsets %v, want [3 4]", offs)
 	}
 }

@@ -7,20 +7,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/karmanmq/karman/cluster/ha"
 	"github.com/karmanmq/karman/engine"
 )
 
-// Keys of ReplicationInfo, added to the remoting broker's
-// GET_BROKER_RUNTIME_INFO table ("karman admin cluster list" reads them).
+// Keys of RuntimeInfo (package cluster/ha names them).
 const (
-	InfoRole        = "haRole"            // "master" or "replica"
-	InfoBrokerID    = "haBrokerId"        // the broker's id in its group (controller's, or the replica's at the name servers)
-	InfoMasterEpoch = "haMasterEpoch"     // the group's master epoch as this broker knows it
-	InfoInSync      = "haInSyncSet"       // the in-sync set, ids separated by commas (master, or the controller's record)
-	InfoReplicaLag  = "haReplicaLagBytes" // a master's replicas: JSON object, id -> bytes behind
-	InfoLag         = "haLagBytes"        // a replica: bytes of the master's log it does not hold
-	InfoMaster      = "haMasterAddr"      // a replica: its master's HA address
-	InfoController  = "haController"      // "true" when the role comes from the controller
+	InfoRole        = ha.InfoRole
+	InfoBrokerID    = ha.InfoBrokerID
+	InfoMasterEpoch = ha.InfoMasterEpoch
+	InfoInSync      = ha.InfoInSync
+	InfoReplicaLag  = ha.InfoReplicaLag
+	InfoLag         = ha.InfoLag
+	InfoMaster      = ha.InfoMaster
+	InfoController  = ha.InfoController
 )
 
 // ReplicaLag is one replica's lag as its master sees it.
@@ -36,7 +36,7 @@ type ReplicaLag struct {
 // replicaLags returns a master's replicas, or nil when this broker is not
 // serving as master.
 func (m *Module) replicaLags() []ReplicaLag {
-	if m.master == nil || !m.running.Load() || m.eng == nil || m.eng.Role() != engine.RoleMaster {
+	if m.master == nil || m.eng == nil || m.eng.Role() != engine.RoleMaster {
 		return nil
 	}
 	now := time.Now()
@@ -105,9 +105,9 @@ func (m *Module) ownLag() (int64, bool) {
 	return 0, false
 }
 
-// ReplicationInfo describes the replication for the broker's runtime
+// RuntimeInfo describes the replication for the broker's runtime
 // information (the Info* keys); nil without replication.
-func (m *Module) ReplicationInfo() map[string]string {
+func (m *Module) RuntimeInfo() map[string]string {
 	role := m.ReplicationRole()
 	if role == RoleNone {
 		return nil

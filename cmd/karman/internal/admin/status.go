@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/karmanmq/karman/cluster/ha"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
-	"github.com/karmanmq/karman/server/modules/ha"
 )
 
 // BrokerStatus is what a broker says about itself in
@@ -54,7 +54,7 @@ type Replication struct {
 }
 
 // replicationOf reads the replication figures of a runtime-info table
-// (the keys of server/modules/ha); nil without them.
+// (the keys of package cluster/ha); nil without them.
 func replicationOf(tab map[string]string) *Replication {
 	role := tab[ha.InfoRole]
 	if role == "" {

@@ -29,6 +29,14 @@ import (
 // by name. The process is killed when the test ends.
 func startAux(t *testing.T, args ...string) map[string]string {
 	t.Helper()
+	addrs, _ := startAuxProc(t, args...)
+	return addrs
+}
+
+// startAuxProc is startAux that also returns the process, for a test to
+// kill.
+func startAuxProc(t *testing.T, args ...string) (map[string]string, *exec.Cmd) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	cmd := exec.CommandContext(ctx, karmanBinary(t), args...)
 	for _, kv := range os.Environ() {
@@ -57,11 +65,11 @@ func startAux(t *testing.T, args ...string) map[string]string {
 		}
 		if line == "ready" {
 			go io.Copy(io.Discard, stdout)
-			return addrs
+			return addrs, cmd
 		}
 	}
 	t.Fatalf("karman %s did not start\nstderr:\n%s", args[0], stderr.String())
-	return nil
+	return nil, nil
 }
 
 // controllerGroup asks each controller in turn for its copy of a group.
