@@ -72,6 +72,8 @@ type Engine struct {
 
 	hooks hook.Set // Options.Hooks by kind
 
+	history deliveries // per group, what was delivered and what became of it
+
 	repl     replication // role, epochs
 	appended notifier    // broadcast after each append to the log
 
