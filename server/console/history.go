@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
@@ -19,11 +20,16 @@ type Event struct {
 	// keeps no time for it (a committed offset).
 	At int64 `json:"at"`
 	// Kind is sent, stored (or resent: the copy a dead-letter resend
-	// stored), consumed, pending, retry, dead-letter or trace.
+	// stored), consumed, pending, trace, or a delivery or its outcome:
+	// pull, pop, commit, ack, invisible, retry, dead-letter.
 	Kind   string `json:"kind"`
 	Group  string `json:"group,omitempty"`
 	Topic  string `json:"topic"`
 	Detail string `json:"detail"`
+	// Client is the consumer of a delivery (protocol, id and address,
+	// as far as known); Attempt its delivery attempt, when known.
+	Client  string `json:"client,omitempty"`
+	Attempt int32  `json:"attempt,omitempty"`
 }
 
 // History is a message and what became of it.
@@ -40,8 +46,10 @@ const maxTraceRecords = 32
 // offset has passed it, its latest retry and its dead letter, from the
 // engine's records (the retry and dead-letter topics keep the message's
 // id), and the RocketMQ trace records clients sent for it to the trace
-// topic. Deliveries themselves are not recorded one by one: a retry
-// stands for the failed deliveries before it (its attempt count).
+// topic. Each delivery to a group and its outcome come from the engine's
+// delivery history (Engine.Deliveries), which holds the latest records of
+// each group since the engine opened; the retry and dead-letter copies
+// stand for them when it holds none.
 func (a *API) history(r *request) (any, error) {
 	m, err := lookupByID(r)
 	if err != nil {
@@ -97,13 +105,22 @@ func (a *API) history(r *request) (any, error) {
 		} else if !errors.Is(err, engine.ErrNoOffset) {
 			return nil, err
 		}
-		if rm, err := r.eng.MessageByIDInTopic(uniq, message.RetryTopic(g)); err == nil {
+		recorded := map[engine.DeliveryKind]bool{}
+		for _, d := range r.eng.Deliveries(g, m) {
+			recorded[d.Kind] = true
+			h.Events = append(h.Events, deliveryEvent(g, d))
+		}
+		// The stored copies say as much after a restart, when the
+		// delivery history is gone.
+		if rm, err := r.eng.MessageByIDInTopic(uniq, message.RetryTopic(g)); err == nil && !recorded[engine.DeliveryRetry] {
 			h.Events = append(h.Events, Event{At: rm.StoreTimestamp, Kind: "retry", Group: g, Topic: rm.Topic,
 				Detail: "failed " + itoa(int64(rm.ReconsumeTimes)) + " time(s); redelivery " + itoa(int64(rm.ReconsumeTimes)+1) + " scheduled"})
 		}
 		if dm, err := r.eng.MessageByIDInTopic(uniq, message.DLQTopic(g)); err == nil {
-			h.Events = append(h.Events, Event{At: dm.StoreTimestamp, Kind: "dead-letter", Group: g, Topic: dm.Topic,
-				Detail: "after " + itoa(int64(dm.ReconsumeTimes)) + " redelivery(ies)"})
+			if !recorded[engine.DeliveryDeadLetter] {
+				h.Events = append(h.Events, Event{At: dm.StoreTimestamp, Kind: "dead-letter", Group: g, Topic: dm.Topic,
+					Detail: "after " + itoa(int64(dm.ReconsumeTimes)) + " redelivery(ies)"})
+			}
 			if e := &h.Events[stored]; dm.StoreTimestamp <= e.At {
 				// The copy found is the one a resend stored; the
 				// index keeps the last copy of an id.
@@ -142,3 +159,43 @@ func orDash(s string) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// deliveryEvent is the event of a record of group's delivery history.
+func deliveryEvent(group string, d engine.Delivery) Event {
+	ev := Event{At: d.At, Kind: d.Kind.String(), Group: group, Topic: d.Topic, Attempt: d.Attempt}
+	client := d.Protocol
+	if d.Client != "" {
+		client += " " + d.Client
+	}
+	if d.Addr.IsValid() {
+		client += " at " + d.Addr.String()
+	}
+	switch d.Kind {
+	case engine.DeliveryPull, engine.DeliveryPop, engine.DeliveryAck, engine.DeliveryInvisible:
+		ev.Client = strings.TrimSpace(client)
+	}
+	where := "queue " + itoa(int64(d.Queue)) + ", offset " + itoa(d.From)
+	switch d.Kind {
+	case engine.DeliveryPull:
+		ev.Detail = "pulled with offsets " + itoa(d.From) + ".." + itoa(d.To) + " of queue " + itoa(int64(d.Queue))
+	case engine.DeliveryPop:
+		ev.Detail = "popped (" + where + "), delivery attempt " + itoa(int64(d.Attempt))
+	case engine.DeliveryCommit:
+		ev.Detail = "the group committed offset " + itoa(d.To) + " of queue " + itoa(int64(d.Queue)) + ", past it"
+	case engine.DeliveryAck:
+		ev.Detail = "acknowledged (" + where + ")"
+	case engine.DeliveryInvisible:
+		ev.Detail = "to be delivered again in " + d.Delay.String() + " unless acknowledged"
+	case engine.DeliveryRetry:
+		// The topic is where the copy goes.
+		ev.Topic = message.RetryTopic(group)
+		ev.Detail = "sent back by the consumer from " + d.Topic + " (" + where + "); redelivery " + itoa(int64(d.Attempt)) + " in " + d.Delay.String()
+	case engine.DeliveryDeadLetter:
+		ev.Topic = message.DLQTopic(group)
+		ev.Detail = "from " + d.Topic + " (" + where + ") after " + itoa(int64(d.Attempt)) + " delivery(ies)"
+	}
+	if ev.Client != "" {
+		ev.Detail += " by " + ev.Client
+	}
+	return ev
+}

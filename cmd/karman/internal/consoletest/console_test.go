@@ -385,6 +385,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if s := text(t, ctx, `tr[data-event="pending"]`); !strings.Contains(s, "readers") {
 		t.Errorf("history row %q, want readers' pending consumption", s)
 	}
+	// and the pull that delivered it to readers' consumer, from the
+	// engine's delivery history.
+	if s := text(t, ctx, `tr[data-event="pull"]`); !strings.Contains(s, "readers") || !strings.Contains(s, "by remoting") {
+		t.Errorf("history row %q, want readers' pull", s)
+	}
 	if !strings.Contains(body, `"order":1`) {
 		t.Errorf("message body shown %q", body)
 	}
