@@ -265,6 +265,7 @@ func (s *Server) start(ctx context.Context) error {
 				Listener:      ln,
 				Logger:        s.moduleLogger(mi),
 				Metrics:       s.ms.Registry,
+				RPCLatency:    s.ms.RPCLatency,
 				Addrs:         maps.Clone(addrs),
 				EngineOptions: engOpts,
 				Announce:      s.announce,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/karmanmq/karman/protocol/grpc/server"
 	"github.com/karmanmq/karman/protocol/grpc/transport"
@@ -117,6 +118,7 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 		AutoCreateTopics: h.EngineOptions.AutoCreateTopics,
 		AutoCreateGroups: h.EngineOptions.AutoCreateGroups,
 		DefaultQueues:    h.EngineOptions.DefaultQueues,
+		Latency:          latency(h),
 	})
 	if err != nil {
 		return nil, err
@@ -150,4 +152,13 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 		}
 		return errors.Join(errs...)
 	}, nil
+}
+
+// latency feeds rocketmq_rpc_latency with the unary calls, labelled by
+// method and status code; nil without the metric.
+func latency(h karman.Host) func(method, code string, d time.Duration) {
+	if h.RPCLatency == nil {
+		return nil
+	}
+	return func(method, code string, d time.Duration) { h.RPCLatency.Observe("grpc", method, code, d) }
 }
