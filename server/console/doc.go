@@ -8,7 +8,8 @@
 //
 // Modules add operations of their own through Options.Routes (the MQTT
 // front-end's /mqtt/sessions and /mqtt/retained), served like the API's:
-// authorized, with the same error shapes.
+// authorized, with the same error shapes. A Route with no Action is only
+// authenticated and answers what its caller may see, asking Authorize.
 //
 // The API is part of the HTTP server rather than a module of its own: it
 // answers on the address of /healthz and /metrics and works on whatever

@@ -54,14 +54,10 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 			return false
 		}
 		if len(hooks.Authorizers) > 0 {
-			err := hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.MQTT(sub.filter))
-			if first, _, _ := strings.Cut(sub.filter, "/"); err == nil {
-				switch {
-				case first == "+" || first == "#":
-					// It reads from every topic.
-					err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.AllTopics)
-				case message.ValidateUserTopic(first) == nil:
-					err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.Topic(first))
+			var err error
+			for _, res := range SubResources(sub.filter) {
+				if err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, res); err != nil {
+					break
 				}
 			}
 			if err != nil {
@@ -174,4 +170,21 @@ func (c *conn) handleUnsubscribe(p *packet.Unsubscribe) bool {
 		}
 	}
 	return c.write(ack) == nil
+}
+
+// SubResources returns what a subscription to filter (without a
+// $share/GROUP/ prefix) is authorized on, in order: the MQTT filter as
+// written, then the RocketMQ topic its first level maps to, or every
+// topic when the first level is a wildcard. A Sub on each must be
+// allowed.
+func SubResources(filter string) []hook.Resource {
+	out := []hook.Resource{hook.MQTT(filter)}
+	switch first, _, _ := strings.Cut(filter, "/"); {
+	case first == "+" || first == "#":
+		// It reads from every topic.
+		out = append(out, hook.AllTopics)
+	case message.ValidateUserTopic(first) == nil:
+		out = append(out, hook.Topic(first))
+	}
+	return out
 }
