@@ -57,6 +57,9 @@ type Options struct {
 	// Role returns the node's replication role, "" while it does not
 	// replicate (the overview says "master" then). Optional.
 	Role func() string
+	// LagHistory, when set, gives each group's lag over the last minutes
+	// to GET /groups/{group}. Its owner runs it.
+	LagHistory *LagHistory
 	// Routes are operations the server's modules add (the MQTT sessions,
 	// for one), served as the API's own: authorized, with its errors.
 	Routes []Route

@@ -3,6 +3,7 @@ package consoletest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -196,5 +197,33 @@ func TestHistoryOfDeliveries(t *testing.T) {
 	}, func() string { return strings.Join(kinds(history(once)), " ") })
 	for _, e := range history(once).Events {
 		t.Logf("%s %-11s %-14s %s", time.UnixMilli(e.At).Format("15:04:05.000"), e.Kind, e.Topic, e.Detail)
+	}
+}
+
+// The API gives a group's lag as the server sampled it over the last
+// minutes, up to its lag now.
+func TestLagHistoryAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	f := newFixture(t)
+	api := f.base + "/api/v1/groups/readers"
+	var g console.Group
+	waitFor(t, "a few samples of readers' lag", func() bool {
+		resp, err := http.Get(api)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&g); err != nil {
+			t.Fatal(err)
+		}
+		n := len(g.LagHistory)
+		return n >= 3 && g.LagHistory[n-1].Lag == f.lag(t)
+	}, func() string { return fmt.Sprintf("%+v, engine lag %d", g.LagHistory, f.lag(t)) })
+	for i := 1; i < len(g.LagHistory); i++ {
+		if g.LagHistory[i].At < g.LagHistory[i-1].At {
+			t.Fatalf("samples out of order: %+v", g.LagHistory)
+		}
 	}
 }
