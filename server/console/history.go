@@ -12,6 +12,7 @@ import (
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/server/console/tracedata"
 )
 
 // Event is one step of a message's history.
@@ -30,6 +31,9 @@ type Event struct {
 	// as far as known); Attempt its delivery attempt, when known.
 	Client  string `json:"client,omitempty"`
 	Attempt int32  `json:"attempt,omitempty"`
+	// Trace is a trace event's record, decoded (package tracedata); nil
+	// when its body is not in the trace format (Detail holds it then).
+	Trace *tracedata.Record `json:"trace,omitempty"`
 }
 
 // History is a message and what became of it.
@@ -133,9 +137,27 @@ func (a *API) history(r *request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		offsetID := message.OffsetID(m.StoreHost, m.CommitLogOffset)
 		for _, t := range traces {
-			body := messageOf(t)
-			h.Events = append(h.Events, Event{At: t.StoreTimestamp, Kind: "trace", Topic: t.Topic, Detail: body.Body})
+			recs, err := tracedata.Decode(string(t.Body))
+			requests := map[string]string{} // SubBefore's request id → its group
+			for _, rec := range recs {
+				if rec.Type == tracedata.SubBefore {
+					requests[rec.RequestID] = rec.Group
+				}
+			}
+			found := false
+			for _, rec := range recs {
+				if rec.MsgID != uniq && (rec.OffsetMsgID == "" || rec.OffsetMsgID != offsetID) {
+					continue
+				}
+				found = true
+				h.Events = append(h.Events, traceEvent(t, rec, requests))
+			}
+			if !found && (err != nil || len(recs) == 0) {
+				// Not in the trace format: shown as sent.
+				h.Events = append(h.Events, Event{At: t.StoreTimestamp, Kind: "trace", Topic: t.Topic, Detail: messageOf(t).Body})
+			}
 		}
 	}
 	slices.SortStableFunc(h.Events, func(x, y Event) int {
@@ -196,6 +218,38 @@ func deliveryEvent(group string, d engine.Delivery) Event {
 	}
 	if ev.Client != "" {
 		ev.Detail += " by " + ev.Client
+	}
+	return ev
+}
+
+// traceEvent is the event of trace record rec, found in the trace message
+// t; requests names the consumer group of each SubBefore's request id, for
+// the SubAfter that does not say its own.
+func traceEvent(t *message.Message, rec tracedata.Record, requests map[string]string) Event {
+	ev := Event{At: rec.Time, Kind: "trace", Group: rec.Group, Topic: t.Topic, Trace: &rec}
+	if ev.At <= 0 {
+		ev.At = t.StoreTimestamp
+	}
+	outcome := "failed"
+	if rec.Success {
+		outcome = "succeeded"
+	}
+	switch rec.Type {
+	case tracedata.Pub:
+		ev.Detail = "Pub: sent by producer group " + orDash(rec.Group) + " from " + orDash(rec.ClientHost) + " to " + orDash(rec.StoreHost) +
+			" in " + itoa(int64(rec.CostMillis)) + " ms, " + outcome
+	case tracedata.SubBefore:
+		ev.Detail = "SubBefore: received by consumer group " + orDash(rec.Group) + ", reconsume times " + itoa(int64(rec.RetryTimes))
+	case tracedata.SubAfter:
+		if ev.Group == "" {
+			ev.Group = requests[rec.RequestID]
+		}
+		ev.Detail = "SubAfter: consumed in " + itoa(int64(rec.CostMillis)) + " ms, " + outcome
+	case tracedata.EndTransaction:
+		ev.Detail = "EndTransaction: producer group " + orDash(rec.Group) + " ended it with " + rec.TransactionState
+		if rec.FromCheck {
+			ev.Detail += ", answering a check"
+		}
 	}
 	return ev
 }
