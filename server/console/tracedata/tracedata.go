@@ -7,14 +7,16 @@
 // type:
 //
 //	Pub            time region group topic msgId tags keys storeHost bodyLength costMs msgType [offsetMsgId] success [clientHost]
-//	SubBefore      time region group requestId msgId retryTimes keys
-//	SubAfter       requestId msgId costMs success keys [contextCode [time]]
+//	SubBefore      time region group requestId msgId retryTimes keys [clientHost]
+//	SubAfter       requestId msgId costMs success keys [contextCode [time [group]]]
 //	EndTransaction time region group topic msgId tags keys storeHost msgType transactionId state fromCheck
 //
 // Times are ms since the epoch; msgType is the ordinal of RocketMQ's
 // MessageType (0 normal, 1 transactional half, 2 transactional commit, 3
-// delay, 4 FIFO). Records of other types are skipped, as RocketMQ's own
-// decoder skips them.
+// delay, 4 FIFO). The bracketed fields are those only some clients send
+// (the Go client sends them all); keys written "null" (what clients
+// write for none) are empty. Records of other types are skipped, as
+// RocketMQ's own decoder skips them.
 //
 // Decode is a pure function, safe for concurrent use.
 package tracedata
@@ -132,15 +134,21 @@ func decodeRecord(f []string) (Record, bool, error) {
 	case SubBefore:
 		r.Time = d.int64(1)
 		r.Region, r.Group, r.RequestID, r.MsgID = f[2], f[3], f[4], f[5]
-		r.RetryTimes, r.Keys = d.int(6), f[7]
+		r.RetryTimes, r.Keys = d.int(6), keys(f[7])
+		if len(f) >= 9 {
+			r.ClientHost = f[8]
+		}
 	case SubAfter:
 		r.RequestID, r.MsgID = f[1], f[2]
-		r.CostMillis, r.Success, r.Keys = d.int(3), d.bool(4), f[5]
+		r.CostMillis, r.Success, r.Keys = d.int(3), d.bool(4), keys(f[5])
 		if len(f) >= 7 {
 			r.ContextCode = d.int(6)
 		}
 		if len(f) >= 8 {
 			r.Time = d.int64(7)
+		}
+		if len(f) >= 9 {
+			r.Group = f[8]
 		}
 	case EndTransaction:
 		r.Time = d.int64(1)
@@ -148,6 +156,14 @@ func decodeRecord(f []string) (Record, bool, error) {
 		r.MsgType, r.TransactionID, r.TransactionState, r.FromCheck = d.int(9), f[10], f[11], d.bool(12)
 	}
 	return r, true, d.err
+}
+
+// keys returns the keys field k, "" for "null".
+func keys(k string) string {
+	if k == "null" {
+		return ""
+	}
+	return k
 }
 
 // decoder parses fields, keeping the first error.

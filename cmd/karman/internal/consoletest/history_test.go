@@ -227,3 +227,88 @@ func TestLagHistoryAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryOfTracedMessage: a Go producer and push consumer with message
+// tracing on send their trace records to the trace topic; the history of
+// the message shows them decoded, beside the engine's own records.
+func TestHistoryOfTracedMessage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server and RocketMQ clients")
+	}
+	srv := startBroker(t)
+	eng := srv.Engine()
+	if err := eng.CreateTopic(meta.Topic{Name: "traced", ReadQueues: 1, WriteQueues: 1, Perm: meta.PermRW}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.CreateGroup(meta.Group{Name: "tracers"}); err != nil {
+		t.Fatal(err)
+	}
+	ns := []string{srv.Addr("namesrv").String()}
+	remotingtest.WaitRoute(t, ns[0], "traced")
+	rlog.SetLogLevel("error")
+	trace := func(group string) *primitive.TraceConfig {
+		return &primitive.TraceConfig{GroupName: group, Access: primitive.Local, Resolver: primitive.NewPassthroughResolver(ns)}
+	}
+	p, err := producer.NewDefaultProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(ns)),
+		producer.WithGroupName("traced-producer"), producer.WithSendMsgTimeout(5*time.Second), producer.WithTrace(trace("traced-producer")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown()
+	res, err := p.SendSync(context.Background(), primitive.NewMessage("traced", []byte("follow me")).WithKeys([]string{"order-7"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.MsgID
+	c, err := consumer.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(ns)),
+		consumer.WithGroupName("tracers"), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset), consumer.WithTrace(trace("tracers")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Subscribe("traced", consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+		func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) { return consumer.ConsumeSuccess, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+
+	api := "http://" + srv.Addr("http").String() + "/api/v1/messages/" + url.PathEscape(id) + "/history?topic=traced"
+	traced := func() map[string]console.Event {
+		resp, err := http.Get(api)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h console.History
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]console.Event{}
+		for _, e := range h.Events {
+			if e.Trace != nil {
+				out[e.Trace.Type] = e
+			}
+		}
+		return out
+	}
+	var got map[string]console.Event
+	waitFor(t, "the producer's and the consumer's trace records", func() bool {
+		got = traced()
+		return len(got) == 3
+	}, func() string { return fmt.Sprintf("%+v", got) })
+	if pub := got["Pub"]; pub.Group != "traced-producer" || pub.Trace.Topic != "traced" || pub.Trace.Keys != "order-7" || !pub.Trace.Success || pub.Trace.BodyLength != 9 {
+		t.Errorf("Pub: %+v %+v", pub, pub.Trace)
+	}
+	if sb := got["SubBefore"]; sb.Group != "tracers" || sb.Trace.RetryTimes != 0 {
+		t.Errorf("SubBefore: %+v %+v", sb, sb.Trace)
+	}
+	if sa := got["SubAfter"]; sa.Group != "tracers" || !sa.Trace.Success || !strings.Contains(sa.Detail, "succeeded") {
+		t.Errorf("SubAfter: %+v %+v", sa, sa.Trace)
+	}
+}
