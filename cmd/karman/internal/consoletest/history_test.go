@@ -269,7 +269,9 @@ func TestHistoryOfTracedMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.Subscribe("traced", consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
-		func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) { return consumer.ConsumeSuccess, nil })
+		func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			return consumer.ConsumeSuccess, nil
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
