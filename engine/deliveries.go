@@ -112,7 +112,12 @@ type queueRef struct {
 	queue int32
 }
 
+// ring returns group's ring, made on first use; nil for no group, or
+// past deliveryGroups groups.
 func (d *deliveries) ring(group string) *groupDeliveries {
+	if group == "" {
+		return nil
+	}
 	if v, ok := d.groups.Load(group); ok {
 		return v.(*groupDeliveries)
 	}
@@ -247,17 +252,41 @@ func (e *Engine) recordPull(ctx context.Context, group, topic string, queueID in
 	e.history.add(group, r)
 }
 
-// recordPops records the messages a pop of group handed out.
+// recordPops records the messages a pop of group handed out, under one
+// lock.
 func (e *Engine) recordPops(ctx context.Context, group, topic string, popped []PoppedMessage) {
+	g := e.history.ring(group)
+	if g == nil || len(popped) == 0 {
+		return
+	}
 	r := Delivery{Kind: DeliveryPop, Topic: topic, At: time.Now().UnixMilli()}
 	clientOf(ctx, &r)
 	retry := message.IsRetryTopic(topic)
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for _, p := range popped {
 		r.Queue, r.From, r.To, r.Attempt = p.Queue, p.Offset, p.Offset, p.Attempt
 		if retry {
 			r.ID = recordHistoryID(p.Record)
 		}
-		e.history.add(group, r)
+		g.put(r)
+	}
+}
+
+// recordAcks records the acknowledgements of the messages at offs of
+// (topic, queue) by a consumer of group, under one lock.
+func (e *Engine) recordAcks(ctx context.Context, group, topic string, queue int32, offs []int64) {
+	g := e.history.ring(group)
+	if g == nil || len(offs) == 0 {
+		return
+	}
+	r := Delivery{Kind: DeliveryAck, Topic: topic, Queue: queue, At: time.Now().UnixMilli()}
+	clientOf(ctx, &r)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, off := range offs {
+		r.From, r.To = off, off
+		g.put(r)
 	}
 }
 

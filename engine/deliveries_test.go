@@ -215,3 +215,21 @@ func BenchmarkRecordPull(b *testing.B) {
 		e.recordPull(ctx, "G", "T", 0, recs)
 	}
 }
+
+// BenchmarkRecordPop is what recording the 32 messages of a pop, and
+// their acks in a batch, adds to them: a record each.
+func BenchmarkRecordPop(b *testing.B) {
+	e := &Engine{}
+	popped := make([]PoppedMessage, 32)
+	offs := make([]int64, 32)
+	for i := range popped {
+		popped[i] = PoppedMessage{Queue: 0, Offset: int64(i), Attempt: 1}
+		offs[i] = int64(i)
+	}
+	ctx := hook.NewContext(context.Background(), &hook.Client{Protocol: "grpc", ID: "c", Group: "G"})
+	b.ReportAllocs()
+	for b.Loop() {
+		e.recordPops(ctx, "G", "T", popped)
+		e.recordAcks(ctx, "G", "T", 0, offs)
+	}
+}

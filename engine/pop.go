@@ -606,9 +606,8 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 	pq.st.Finish(h.Offset)
 	pq.markDirty()
 	pq.mu.Unlock()
-	r := Delivery{Kind: DeliveryAck, Topic: h.Topic, Queue: h.Queue, From: h.Offset, To: h.Offset}
-	clientOf(ctx, &r)
-	e.history.add(group, r)
+	off := [1]int64{h.Offset}
+	e.recordAcks(ctx, group, h.Topic, h.Queue, off[:])
 	if wake {
 		e.wakePop(h.Topic, group)
 	}
@@ -638,6 +637,7 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 		h pop.Handle
 	}
 	hs := make([]decoded, 0, len(handles))
+	var acked []int64 // offsets of a run acknowledged
 	for i, text := range handles {
 		h, err := e.handles.Decode(text, group)
 		if err != nil {
@@ -659,7 +659,7 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 			hs = hs[run:]
 			continue
 		}
-		acked := false
+		acked = acked[:0]
 		pq.mu.Lock()
 		wake := pq.ackWakes()
 		for _, d := range hs[:run] {
@@ -669,13 +669,11 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 			}
 			pq.st.Finish(d.h.Offset)
 			pq.markDirty()
-			acked = true
-			r := Delivery{Kind: DeliveryAck, Topic: d.h.Topic, Queue: d.h.Queue, From: d.h.Offset, To: d.h.Offset}
-			clientOf(ctx, &r)
-			e.history.add(group, r)
+			acked = append(acked, d.h.Offset)
 		}
 		pq.mu.Unlock()
-		if acked && wake {
+		e.recordAcks(ctx, group, hs[0].h.Topic, hs[0].h.Queue, acked)
+		if len(acked) > 0 && wake {
 			e.wakePop(hs[0].h.Topic, group)
 		}
 		hs = hs[run:]
