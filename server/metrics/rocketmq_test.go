@@ -76,6 +76,18 @@ func TestRocketMQCollector(t *testing.T) {
 	if err != nil || len(popped) != 1 {
 		t.Fatalf("pop: %d, %v", len(popped), err)
 	}
+	// The engine saves a pop state, and with it the offset acknowledged
+	// below (here 0), every few milliseconds: wait for it, so that the
+	// series of poppers are there whatever the timing.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if offs, err := e.ConsumerOffsets("poppers", "plain"); err == nil && len(offs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pop state of poppers was not saved")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	e.Clients().Heartbeat(registry.Heartbeat{Client: "c1", Protocol: "remoting", Language: "GO", Version: "V4_5_2", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
 	e.Clients().Heartbeat(registry.Heartbeat{Client: "c2", Protocol: "remoting", Language: "JAVA", Version: "V5_3_0", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
 	e.Clients().Heartbeat(registry.Heartbeat{Client: "p1", Protocol: "grpc", Language: "NODE_JS", Version: "1.0.8", Producers: []string{"pg"}})
@@ -122,6 +134,9 @@ func TestRocketMQCollector(t *testing.T) {
 		k("rocketmq_consumer_lag_messages", orders...):                                                      4,
 		k("rocketmq_consumer_inflight_messages", orders...):                                                 0,
 		k("rocketmq_consumer_ready_messages", orders...):                                                    4,
+		k("rocketmq_consumer_lag_messages", plain...):                                                       1,
+		k("rocketmq_consumer_inflight_messages", plain...):                                                  1,
+		k("rocketmq_consumer_ready_messages", plain...):                                                     0,
 		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "GO", "version", "V4_5_2"):   1,
 		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "JAVA", "version", "V5_3_0"): 1,
 		k("rocketmq_producer_connections", "language", "NODE_JS", "version", "1.0.8"):                                                                                               2,
@@ -154,8 +169,6 @@ func TestRocketMQCollector(t *testing.T) {
 			}
 		}
 	}
-	// poppers has committed nothing in plain, so it has no lag series
-	// (its pop state is no committed offset).
 
 	// A closed engine gives no series and no panic.
 	closed := NewRocketMQCollector(func(func(*engine.Engine)) bool { return false }, "c", "n")
