@@ -231,9 +231,10 @@ func recordQueueOffset(rec []byte) int64 {
 }
 
 // recordPull records a pull of group that returned recs from (topic,
-// queueID): one record for the range, or, from a retry topic, one per
-// message with its id, so that the history of a sent-back message finds
-// its redeliveries.
+// queueID): one record for the range, or one per message when a filter
+// left some of the range out, or, from a retry topic, one per message
+// with its id, so that the history of a sent-back message finds its
+// redeliveries.
 func (e *Engine) recordPull(ctx context.Context, group, topic string, queueID int32, recs [][]byte) {
 	if group == "" || len(recs) == 0 {
 		return
@@ -249,7 +250,23 @@ func (e *Engine) recordPull(ctx context.Context, group, topic string, queueID in
 		return
 	}
 	r.From, r.To = recordQueueOffset(recs[0]), recordQueueOffset(recs[len(recs)-1])
-	e.history.add(group, r)
+	if r.To-r.From+1 == int64(len(recs)) {
+		e.history.add(group, r)
+		return
+	}
+	// A filter left messages out of the range: one record each for
+	// those delivered, so that none left out looks delivered.
+	g := e.history.ring(group)
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, rec := range recs {
+		r.From = recordQueueOffset(rec)
+		r.To = r.From
+		g.put(r)
+	}
 }
 
 // recordPops records the messages a pop of group handed out, under one

@@ -233,3 +233,44 @@ func BenchmarkRecordPop(b *testing.B) {
 		e.recordAcks(ctx, "G", "T", 0, offs)
 	}
 }
+
+// A pull whose filter skipped messages of its range records only those it
+// delivered.
+func TestDeliveriesFilteredPull(t *testing.T) {
+	e := openTest(t, t.TempDir(), nil)
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	ctx := hook.NewContext(context.Background(), &hook.Client{Protocol: "remoting", Group: "G"})
+	var ids []string
+	for _, tag := range []string{"a", "b", "a"} {
+		m := newMsg("T", "x")
+		m.SetTags(tag)
+		res, err := e.Send(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.MsgID)
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := TagFilter("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Pull(ctx, "T", 0, 0, 32, f)
+	if err != nil || len(res.Records) != 2 {
+		t.Fatalf("pull: %v, %d records", err, len(res.Records))
+	}
+	res.Release()
+	for i, id := range ids {
+		m, err := e.MessageByID(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := e.Deliveries("G", m)
+		if want := i != 1; (len(got) == 1) != want || want && (got[0].From != int64(i) || got[0].To != int64(i)) {
+			t.Errorf("message %d (tag %s): history %+v, delivered %v", i, m.Tags(), got, want)
+		}
+	}
+}
