@@ -201,6 +201,7 @@ func TestDeliveriesBounded(t *testing.T) {
 // one record for the range, in the group's ring.
 func BenchmarkRecordPull(b *testing.B) {
 	e := &Engine{}
+	e.history.opened = time.Now()
 	recs := make([][]byte, 32)
 	for i := range recs {
 		rec, err := message.AppendStored(nil, &message.Message{Topic: "T", Body: []byte("x"), QueueOffset: int64(i)})
@@ -220,6 +221,7 @@ func BenchmarkRecordPull(b *testing.B) {
 // their acks in a batch, adds to them: a record each.
 func BenchmarkRecordPop(b *testing.B) {
 	e := &Engine{}
+	e.history.opened = time.Now()
 	popped := make([]PoppedMessage, 32)
 	offs := make([]int64, 32)
 	for i := range popped {
@@ -272,5 +274,19 @@ func TestDeliveriesFilteredPull(t *testing.T) {
 		if want := i != 1; (len(got) == 1) != want || want && (got[0].From != int64(i) || got[0].To != int64(i)) {
 			t.Errorf("message %d (tag %s): history %+v, delivered %v", i, m.Tags(), got, want)
 		}
+	}
+}
+
+// BenchmarkRecordAck is what recording one Ack adds to it.
+func BenchmarkRecordAck(b *testing.B) {
+	e := &Engine{}
+	e.history.opened = time.Now()
+	ctx := hook.NewContext(context.Background(), &hook.Client{Protocol: "grpc", ID: "c", Group: "G"})
+	b.ReportAllocs()
+	var off int64
+	for b.Loop() {
+		o := [1]int64{off}
+		e.recordAcks(ctx, "G", "T", 0, o[:])
+		off++
 	}
 }

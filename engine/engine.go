@@ -118,6 +118,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	}
 	e := &Engine{opts: o, dir: dir, closing: make(chan struct{}), retainNow: make(chan struct{}, 1), clients: registry.New(registry.Options{}), sqlFilters: filter.NewCache(sqlCacheSize)}
 	e.ids = message.NewGenerator(o.StoreHost.Addr())
+	e.history.opened = time.Now()
 	e.hooks, _ = newHooks(o.Hooks) // checked by Validate
 	e.bufs.New = func() any { return new(sendState) }
 	e.disk = disk.New(dir, disk.Options{
