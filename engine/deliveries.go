@@ -83,10 +83,13 @@ type Delivery struct {
 }
 
 // Bounds of the delivery history: it is kept in memory, per group, the
-// latest deliveryRing records of each of at most deliveryGroups groups.
+// latest deliveryRing records of each of at most deliveryGroups groups,
+// and deliveryRecords records in all (about 40 MB): a group whose ring
+// finds them taken keeps the records it has, the latest first.
 const (
-	deliveryRing   = 1024
-	deliveryGroups = 4096
+	deliveryRing    = 1024
+	deliveryGroups  = 4096
+	deliveryRecords = 256 * deliveryRing
 )
 
 // deliveries is the engine's delivery history: a ring of records per
@@ -95,7 +98,10 @@ const (
 type deliveries struct {
 	groups  sync.Map // group → *groupDeliveries
 	count   atomic.Int32
-	dropped atomic.Int64 // records of groups past deliveryGroups
+	dropped atomic.Int64 // records of groups past deliveryGroups or deliveryRecords
+	slots   atomic.Int64 // records taken by the rings
+	// limit, when set (by tests), replaces deliveryRecords.
+	limit int64
 	// opened is when the engine opened: records are timed by the
 	// monotonic clock from then, which costs a third of a wall-clock
 	// reading.
@@ -111,9 +117,11 @@ func (d *deliveries) now() int64 {
 }
 
 type groupDeliveries struct {
+	d    *deliveries
 	mu   sync.Mutex
-	recs []Delivery // grows to deliveryRing, then wraps at next
+	recs []Delivery // grows to deliveryRing (or while slots last), then wraps at next
 	next int
+	full bool // recs grows no more
 	// commits is the last committed offset recorded per queue, so that a
 	// commit that moves nothing is not recorded again.
 	commits map[queueRef]int64
@@ -137,7 +145,7 @@ func (d *deliveries) ring(group string) *groupDeliveries {
 		d.dropped.Add(1)
 		return nil
 	}
-	v, loaded := d.groups.LoadOrStore(group, &groupDeliveries{})
+	v, loaded := d.groups.LoadOrStore(group, &groupDeliveries{d: d})
 	if !loaded {
 		d.count.Add(1)
 	}
@@ -175,12 +183,26 @@ func (d *deliveries) add(group string, r Delivery) {
 // put appends r, overwriting the oldest record once the ring is full. The
 // caller holds g.mu.
 func (g *groupDeliveries) put(r Delivery) {
-	if len(g.recs) < deliveryRing {
-		g.recs = append(g.recs, r)
+	if !g.full {
+		limit := g.d.limit
+		if limit == 0 {
+			limit = deliveryRecords
+		}
+		if len(g.recs) < deliveryRing && g.d.slots.Add(1) <= limit {
+			g.recs = append(g.recs, r)
+			return
+		}
+		if len(g.recs) < deliveryRing {
+			g.d.slots.Add(-1) // not taken
+		}
+		g.full = true
+	}
+	if len(g.recs) == 0 {
+		g.d.dropped.Add(1)
 		return
 	}
 	g.recs[g.next] = r
-	g.next = (g.next + 1) % deliveryRing
+	g.next = (g.next + 1) % len(g.recs)
 }
 
 // all returns a copy of the group's records, oldest first.

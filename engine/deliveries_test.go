@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -194,6 +195,33 @@ func TestDeliveriesBounded(t *testing.T) {
 	d.add("", Delivery{Kind: DeliveryPull})
 	if len(d.all("")) != 0 {
 		t.Fatal("a record without a group was kept")
+	}
+
+	// Records in all: a group that finds them taken keeps its latest in
+	// what it has, and one that has none keeps nothing.
+	d = deliveries{limit: 5}
+	for i := range 4 {
+		d.add("A", Delivery{Kind: DeliveryPull, From: int64(i)})
+	}
+	for i := range 4 {
+		d.add("B", Delivery{Kind: DeliveryPull, From: int64(i)})
+	}
+	d.add("C", Delivery{Kind: DeliveryPull})
+	for i := 4; i < 7; i++ {
+		d.add("A", Delivery{Kind: DeliveryPull, From: int64(i)})
+	}
+	var froms []int64
+	for _, r := range d.all("A") {
+		froms = append(froms, r.From)
+	}
+	if !slices.Equal(froms, []int64{3, 4, 5, 6}) {
+		t.Errorf("A keeps %v, want its latest 4 in the 4 slots it took", froms)
+	}
+	if b, c := d.all("B"), d.all("C"); len(b) != 1 || b[0].From != 3 || len(c) != 0 {
+		t.Errorf("B keeps %+v (want its latest in the one slot left), C %+v (want none)", b, c)
+	}
+	if n := d.slots.Load(); n != 5 {
+		t.Errorf("%d slots taken, want 5", n)
 	}
 }
 
