@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/timer"
 )
@@ -76,12 +77,22 @@ func BenchmarkSendSyncParallel(b *testing.B) {
 // BenchmarkPull32 reads 1 KiB messages from the page cache, 32 per pull.
 func BenchmarkPull32(b *testing.B) { benchPull32(b, &Options{}, 32*1024, "") }
 
+// BenchmarkPull32Group pulls for a consumer group, as front-ends do: each
+// pull is counted and recorded in the group's delivery history.
+func BenchmarkPull32Group(b *testing.B) {
+	benchPull32Ctx(b, hook.NewContext(context.Background(), &hook.Client{Protocol: "remoting", ID: "c", Group: "G"}), &Options{}, 32*1024, "")
+}
+
 // benchPull32 fills queue 0 of topic B with perQueue 1 KiB messages
 // (tagged when tag is set) on an engine opened with o, then measures
 // pulls of 32, going round the queue.
 func benchPull32(b *testing.B, o *Options, perQueue int64, tag string) {
+	benchPull32Ctx(b, context.Background(), o, perQueue, tag)
+}
+
+// benchPull32Ctx is benchPull32 with the pulls made with ctx.
+func benchPull32Ctx(b *testing.B, ctx context.Context, o *Options, perQueue int64, tag string) {
 	e := benchEngine(b, o)
-	ctx := context.Background()
 	batch := make([]*message.Message, 32)
 	for i := range batch {
 		batch[i] = &message.Message{Topic: "B", Body: bytes.Repeat([]byte("x"), 1024)}

@@ -24,6 +24,13 @@
 // itself in order from an offset, waiting for appends: what connectors
 // and replication build on.
 //
+// Delivery history: per consumer group, the engine keeps in memory its
+// latest deliveries (a pull's range, each pop) with the consumer that got
+// them, and what became of them (commits, acks, invisibility changes,
+// retries, dead letters); Deliveries answers what it holds of a message.
+// Recording one costs a copy under the group's mutex on the pull and pop
+// paths.
+//
 // Replication: an engine is a master or a replica (Options.Replica,
 // Promote, Demote). A replica refuses sends with ErrNotMaster and stores
 // its master's frames at the master's offsets (ReadFrames on the master,

@@ -72,6 +72,8 @@ type Engine struct {
 
 	hooks hook.Set // Options.Hooks by kind
 
+	history deliveries // per group, what was delivered and what became of it
+
 	repl     replication // role, epochs
 	appended notifier    // broadcast after each append to the log
 
@@ -116,6 +118,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	}
 	e := &Engine{opts: o, dir: dir, closing: make(chan struct{}), retainNow: make(chan struct{}, 1), clients: registry.New(registry.Options{}), sqlFilters: filter.NewCache(sqlCacheSize)}
 	e.ids = message.NewGenerator(o.StoreHost.Addr())
+	e.history.opened = time.Now()
 	e.hooks, _ = newHooks(o.Hooks) // checked by Validate
 	e.bufs.New = func() any { return new(sendState) }
 	e.disk = disk.New(dir, disk.Options{

@@ -111,7 +111,11 @@ func (e *Engine) CommitOffset(group, topic string, queueID int32, offset int64) 
 	if offset < 0 || offset > q.end.Load() {
 		return &OffsetRangeError{Topic: topic, Queue: queueID, Offset: offset, Min: 0, Max: q.end.Load()}
 	}
-	return e.meta.CommitOffset(group, topic, queueID, offset)
+	if err := e.meta.CommitOffset(group, topic, queueID, offset); err != nil {
+		return err
+	}
+	e.history.add(group, Delivery{Kind: DeliveryCommit, Topic: topic, Queue: queueID, To: offset})
+	return nil
 }
 
 // SeekOffset commits offset as CommitOffset does and moves the group's

@@ -221,6 +221,7 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) (popped []PoppedMessa
 			if t, terr := e.topic(opts.Topic); terr == nil {
 				t.countOut(opts.Group, len(popped), n)
 			}
+			e.recordPops(ctx, opts.Group, opts.Topic, popped)
 		}
 	}()
 	if err := e.refuseWrite(); err != nil {
@@ -605,6 +606,8 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 	pq.st.Finish(h.Offset)
 	pq.markDirty()
 	pq.mu.Unlock()
+	off := [1]int64{h.Offset}
+	e.recordAcks(ctx, group, h.Topic, h.Queue, off[:])
 	if wake {
 		e.wakePop(h.Topic, group)
 	}
@@ -634,6 +637,7 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 		h pop.Handle
 	}
 	hs := make([]decoded, 0, len(handles))
+	var acked []int64 // offsets of a run acknowledged
 	for i, text := range handles {
 		h, err := e.handles.Load().Decode(text, group)
 		if err != nil {
@@ -655,7 +659,7 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 			hs = hs[run:]
 			continue
 		}
-		acked := false
+		acked = acked[:0]
 		pq.mu.Lock()
 		wake := pq.ackWakes()
 		for _, d := range hs[:run] {
@@ -665,10 +669,11 @@ func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (
 			}
 			pq.st.Finish(d.h.Offset)
 			pq.markDirty()
-			acked = true
+			acked = append(acked, d.h.Offset)
 		}
 		pq.mu.Unlock()
-		if acked && wake {
+		e.recordAcks(ctx, group, hs[0].h.Topic, hs[0].h.Queue, acked)
+		if len(acked) > 0 && wake {
 			e.wakePop(hs[0].h.Topic, group)
 		}
 		hs = hs[run:]
@@ -735,6 +740,9 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 	pq.st.Lease(h.Offset, f)
 	pq.markDirty()
 	h.Nonce, h.Deadline = f.Nonce, f.Deadline
+	r := Delivery{Kind: DeliveryInvisible, Topic: h.Topic, Queue: h.Queue, From: h.Offset, To: h.Offset, Attempt: f.Attempt, Delay: d}
+	clientOf(ctx, &r)
+	e.history.add(group, r)
 	if earlier {
 		// The group's waiting pops sleep until the earliest deadline they
 		// saw: their timer moves to this one.
@@ -829,6 +837,7 @@ func (e *Engine) deadLetter(group string, rec []byte, attempts int32) error {
 	if m.Properties == nil {
 		m.Properties = map[string]string{}
 	}
+	gaveUp := Delivery{Kind: DeliveryDeadLetter, Topic: m.Topic, Queue: m.QueueID, From: m.QueueOffset, To: m.QueueOffset, ID: historyID(m), Attempt: attempts}
 	origin := m.Topic
 	if rt := m.Properties[message.PropertyRetryTopic]; rt != "" {
 		origin = rt
@@ -842,7 +851,11 @@ func (e *Engine) deadLetter(group string, rec []byte, attempts int32) error {
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
 	msgs := [1]*message.Message{m}
-	return e.store(s, t, q, msgs[:], "", nil)
+	if err := e.store(s, t, q, msgs[:], "", nil); err != nil {
+		return err
+	}
+	e.history.add(group, gaveUp)
+	return nil
 }
 
 // flushPops persists every changed pop state.

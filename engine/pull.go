@@ -124,6 +124,7 @@ func (e *Engine) Pull(ctx context.Context, topic string, queueID int32, offset i
 			group = c.Group
 		}
 		t.countOut(group, len(res.Records), n)
+		e.recordPull(ctx, group, topic, queueID, res.Records)
 	}
 	return res, err
 }

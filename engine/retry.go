@@ -75,7 +75,13 @@ func (e *Engine) SendBack(ctx context.Context, group string, commitLogOffset int
 	if o.DelayLevel > 0 {
 		delay = e.opts.DelayLevels[min(int(o.DelayLevel), len(e.opts.DelayLevels))-1]
 	}
-	return e.retry(group, m, delay)
+	r := Delivery{Kind: DeliveryRetry, Topic: m.Topic, Queue: m.QueueID, From: m.QueueOffset, To: m.QueueOffset, ID: historyID(m), Attempt: m.ReconsumeTimes + 2, Delay: delay}
+	if err := e.retry(group, m, delay); err != nil {
+		return err
+	}
+	clientOf(ctx, &r)
+	e.history.add(group, r)
+	return nil
 }
 
 // retry stores m under group's retry topic, due after delay.

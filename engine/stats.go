@@ -11,6 +11,7 @@ type Stats struct {
 	DiskBytes        int64 // size of the commit-log segments
 	LogMinOffset     int64
 	LogEndOffset     int64
+	LogFlushedOffset int64 // the log is on disk up to here
 	DispatchedOffset int64 // the index covers the log up to here
 	CorruptRecords   int64 // records skipped because they failed their checks
 	// RetentionUnconsumedDeleted counts the messages retention deleted
@@ -63,6 +64,7 @@ func (e *Engine) Stats() Stats {
 		DiskBytes:        e.log.DiskUsage(),
 		LogMinOffset:     e.log.MinOffset(),
 		LogEndOffset:     e.log.EndOffset(),
+		LogFlushedOffset: e.log.FlushedOffset(),
 		DispatchedOffset: e.disp.pos.Load(),
 		CorruptRecords:   e.corrupt.Load(),
 

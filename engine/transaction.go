@@ -100,6 +100,16 @@ type checkers struct {
 	byProtocol atomic.Pointer[map[string]TransactionChecker]
 }
 
+// HalfMessages returns how many transactional half messages wait for
+// their producer's decision (as far as the index has caught up with the
+// log), counting up to limit.
+func (e *Engine) HalfMessages(limit int) (int, error) {
+	if err := e.checkOpen(); err != nil {
+		return 0, err
+	}
+	return e.halves.Count(limit)
+}
+
 // SetTransactionChecker registers how to reach producers connected through
 // protocol (the registry's Heartbeat.Protocol) for transaction checks.
 func (e *Engine) SetTransactionChecker(protocol string, fn TransactionChecker) {

@@ -47,6 +47,12 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 	}
 	rollback, _ := e.Send(ctx, halfMsg("rollback"))
 	e.WaitDispatched(ctx)
+	if n, err := e.HalfMessages(100); n != 2 || err != nil {
+		t.Fatalf("half messages pending: %d, %v; want 2", n, err)
+	}
+	if n, _ := e.HalfMessages(1); n != 1 {
+		t.Fatalf("half messages counted up to 1: %d", n)
+	}
 	if max, _ := e.MaxOffset("T", 0); max != 0 {
 		t.Fatalf("half messages visible: %d", max)
 	}
@@ -74,6 +80,12 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if max, _ := e.MaxOffset("T", 0); max != 1 {
 		t.Fatalf("rolled-back message delivered: queue holds %d", max)
+	}
+	if err := e.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.HalfMessages(100); n != 0 || err != nil {
+		t.Fatalf("half messages pending once both ended: %d, %v", n, err)
 	}
 	// One of each ended; the refused ones count for nothing.
 	if st := e.Stats(); st.TransactionsCommitted != 1 || st.TransactionsRolledBack != 1 {

@@ -261,6 +261,15 @@ func TestDashboardMetrics(t *testing.T) {
 		}
 	}
 
+	// A half message left waiting for its producer's decision.
+	if _, err := eng.Send(ctx, &message.Message{Topic: "dash-other", Body: []byte("txn"),
+		Properties: map[string]string{message.PropertyTransactionPrepared: "true", message.PropertyProducerGroup: "dash-txn"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	// The lag is the backlog (or more, if the consumer's last commits did
 	// not reach the broker): the metric must match the engine's offsets.
 	engineLag := func() int64 {
@@ -330,6 +339,7 @@ func TestDashboardMetrics(t *testing.T) {
 		{"rocketmq_send_to_dlq_messages_total", map[string]string{"consumer_group": "dash-failing"}, 1},
 		{"rocketmq_commit_messages_total", nil, 1},
 		{"rocketmq_rollback_messages_total", nil, 1},
+		{"rocketmq_half_messages", nil, 1},
 		{"rocketmq_message_size_count", map[string]string{"topic": "dash"}, first + backlog},
 		{"rocketmq_message_size_bucket", map[string]string{"topic": "dash", "le": "1024"}, first + backlog},
 	} {
@@ -344,6 +354,16 @@ func TestDashboardMetrics(t *testing.T) {
 	}
 	if v, ok := sum(samples, "rocketmq_storage_size", map[string]string{"cluster": "ClusterT"}); !ok || v != float64(eng.Stats().DiskBytes) {
 		t.Errorf("rocketmq_storage_size = %v (%v), want the engine's %d", v, ok, eng.Stats().DiskBytes)
+	}
+	if v, ok := sum(samples, "rocketmq_storage_flush_behind_bytes", map[string]string{"cluster": "ClusterT"}); !ok || v < 0 || v > float64(eng.Stats().LogEndOffset) {
+		t.Errorf("rocketmq_storage_flush_behind_bytes = %v (%v), want 0 to the log's end, %d", v, ok, eng.Stats().LogEndOffset)
+	}
+	// Each send of the Go producer answered, in rocketmq_rpc_latency.
+	if n, ok := sum(samples, "rocketmq_rpc_latency_count", map[string]string{"cluster": "ClusterT", "protocol_type": "remoting", "response_code": "success"}); !ok || n < first+backlog {
+		t.Errorf("rocketmq_rpc_latency_count of remoting successes = %v (%v), want at least the %d sends", n, ok, first+backlog)
+	}
+	if n, ok := sum(samples, "rocketmq_rpc_latency_count", map[string]string{"cluster": "ClusterT", "protocol_type": "remoting", "request_code": "send_message", "response_code": "success"}); !ok || n < first+backlog {
+		t.Errorf("rocketmq_rpc_latency_count of send_message = %v (%v), want at least the %d sends", n, ok, first+backlog)
 	}
 	if n, ok := sum(samples, "rocketmq_producer_connections", map[string]string{"cluster": "ClusterT"}); !ok || n < 1 {
 		t.Errorf("rocketmq_producer_connections = %v (%v), want the producer", n, ok)

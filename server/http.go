@@ -66,18 +66,19 @@ func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 		return out
 	}
 	mux.Handle(console.Prefix, console.New(console.Options{
-		Modules:  modules,
-		Engine:   s.withEngine,
-		Version:  s.o.Version,
-		Cluster:  flagValue(s.o, "broker-cluster", "DefaultCluster"),
-		Broker:   flagValue(s.o, "broker-name", "broker-a"),
-		Addrs:    func() map[string]string { return maps.Clone(addrs) },
-		Started:  time.Now(),
-		Logger:   s.log.With("component", "api"),
-		Routes:   routes,
-		Compiled: compiled,
-		Status:   status,
-		Role:     role,
+		Modules:    modules,
+		Engine:     s.withEngine,
+		Version:    s.o.Version,
+		Cluster:    flagValue(s.o, "broker-cluster", "DefaultCluster"),
+		Broker:     flagValue(s.o, "broker-name", "broker-a"),
+		Addrs:      func() map[string]string { return maps.Clone(addrs) },
+		Started:    time.Now(),
+		Logger:     s.log.With("component", "api"),
+		Routes:     routes,
+		LagHistory: s.lag,
+		Compiled:   compiled,
+		Status:     status,
+		Role:       role,
 	}))
 	ui := console.UI()
 	mux.Handle("GET /{$}", ui)

@@ -14,6 +14,7 @@ import (
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/server/config"
 	"github.com/karmanmq/karman/server/console"
+	"github.com/karmanmq/karman/server/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 )
@@ -234,6 +235,10 @@ type Host struct {
 	// Metrics registers the module's own Prometheus collectors, served
 	// on /metrics with everything else.
 	Metrics prometheus.Registerer
+	// RPCLatency is rocketmq_rpc_latency, which front-ends feed with the
+	// time they take to answer each request (remoting and gRPC protocol
+	// modules); nil when the server keeps no RocketMQ metrics.
+	RPCLatency *metrics.RPCLatency
 	// Addrs holds the bound address of every listener, keyed by module
 	// Name ("http" for the HTTP endpoint), for modules that advertise
 	// another one (a broker registering with the name server).

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/karmanmq/karman/server/config"
 	"github.com/spf13/pflag"
@@ -29,6 +30,10 @@ type Options struct {
 	Version string
 	// Logger receives the server's log records. Nil: discarded.
 	Logger *slog.Logger
+	// LagInterval is how often the console samples each consumer group's
+	// lag for its chart (the last console.DefaultLagSamples kept).
+	// Default console.DefaultLagInterval.
+	LagInterval time.Duration
 	// Announce receives one line per bound listener ("karman: <name>
 	// listening on <addr>") and "karman: ready", for scripts and tests
 	// that wait for the server. Nil: discarded.

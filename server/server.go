@@ -15,6 +15,7 @@ import (
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/server/config"
+	"github.com/karmanmq/karman/server/console"
 	"github.com/karmanmq/karman/server/metrics"
 )
 
@@ -68,6 +69,10 @@ type Server struct {
 	httpSrv *http.Server
 	httpErr chan error
 	started []Module
+	// lag samples the groups' lag for the console while the engine is
+	// open: stopLag ends it and waits.
+	lag     *console.LagHistory
+	stopLag func()
 }
 
 // info returns the ModuleInfo of m.
@@ -219,6 +224,7 @@ func (s *Server) start(ctx context.Context) error {
 
 	if ln := lns[config.HTTP]; ln != nil {
 		delete(lns, config.HTTP)
+		s.lag = console.NewLagHistory(s.withEngine, s.o.LagInterval, 0)
 		s.httpSrv = s.httpServer(s.ms)
 		go func() {
 			if err := s.httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -253,6 +259,12 @@ func (s *Server) start(ctx context.Context) error {
 	if ctx.Err() != nil { // stopped while the engine was recovering
 		return fmt.Errorf("%w: %w", ErrStartCanceled, context.Cause(ctx))
 	}
+	if s.lag != nil {
+		lctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.lag.Run(lctx) }()
+		s.stopLag = func() { cancel(); <-done }
+	}
 
 	engOpts := *opts.EnsureDefaults()
 	var reporters []RuntimeInfoReporter
@@ -278,6 +290,7 @@ func (s *Server) start(ctx context.Context) error {
 				Listener:      ln,
 				Logger:        s.moduleLogger(mi),
 				Metrics:       s.ms.Registry,
+				RPCLatency:    s.ms.RPCLatency,
 				Addrs:         maps.Clone(addrs),
 				EngineOptions: engOpts,
 				RuntimeInfo:   runtimeInfo,
@@ -332,6 +345,9 @@ func (s *Server) stop(ctx context.Context) error {
 			continue
 		}
 		s.log.Info("module stopped", "module", mi.name())
+	}
+	if s.stopLag != nil {
+		s.stopLag()
 	}
 	s.mu.Lock()
 	eng := s.eng

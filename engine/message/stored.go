@@ -215,6 +215,16 @@ func appendHost(dst []byte, a netip.AddrPort) []byte {
 	return be.AppendUint32(dst, uint32(a.Port()))
 }
 
+// StoredQueueOffset reads the QUEUEOFFSET field of the stored record b in
+// place, without checking the rest of it; false when b is too short to
+// hold one.
+func StoredQueueOffset(b []byte) (int64, bool) {
+	if len(b) < offQueueOffset+8 {
+		return 0, false
+	}
+	return int64(be.Uint64(b[offQueueOffset:])), true
+}
+
 // PeekStored reads the stored record at the start of b without copying:
 // the slices of the Header alias b. b may hold more bytes after the record;
 // Header.TotalSize says where the record ends. Every length is checked

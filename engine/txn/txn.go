@@ -87,6 +87,22 @@ func (s *Store) List(from int64, limit int, dst []int64) ([]int64, error) {
 	return dst, it.Error()
 }
 
+// Count returns how many half messages are pending, counting up to limit.
+func (s *Store) Count(limit int) (int, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{Prefix}, UpperBound: []byte{Prefix + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("txn: read: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	for valid := it.First(); valid && n < limit; valid = it.Next() {
+		if len(it.Key()) == 9 {
+			n++
+		}
+	}
+	return n, it.Error()
+}
+
 // Check is the check state of one pending half message.
 type Check struct {
 	Count int   // checks sent so far

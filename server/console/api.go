@@ -57,6 +57,9 @@ type Options struct {
 	// Role returns the node's replication role, "" while it does not
 	// replicate (the overview says "master" then). Optional.
 	Role func() string
+	// LagHistory, when set, gives each group's lag over the last minutes
+	// to GET /groups/{group}. Its owner runs it.
+	LagHistory *LagHistory
 	// Routes are operations the server's modules add (the MQTT sessions,
 	// for one), served as the API's own: authorized, with its errors.
 	Routes []Route
@@ -68,7 +71,8 @@ type Route struct {
 	// "GET /api/v1/mqtt/sessions".
 	Pattern string
 	// Action on Resource is what the Authorizers judge; a nil Resource
-	// is the node's cluster.
+	// is the node's cluster. Action 0: the caller is authenticated only,
+	// and Handle answers what it may see (Authorize).
 	Action   hook.Action
 	Resource func(*http.Request) hook.Resource
 	// Handle answers the request: a value written as JSON with 200, or
@@ -191,10 +195,13 @@ func (a *API) wrap(rt route) http.Handler {
 				if p, err = set.Authenticate(ctx, credentials(r)); err != nil {
 					return
 				}
-				if err = set.Authorize(ctx, p, rt.action, rt.resource(r)); err != nil {
-					return
+				if rt.action != 0 {
+					if err = set.Authorize(ctx, p, rt.action, rt.resource(r)); err != nil {
+						return
+					}
 				}
 				ctx = hook.NewContext(ctx, &hook.Client{Protocol: Protocol, Addr: remoteAddr(r), Principal: p})
+				ctx = context.WithValue(ctx, guardKey{}, &guard{set, a.o.Cluster})
 			}
 			v, err = rt.handle(&request{Request: r.WithContext(ctx), eng: e, api: a})
 		})
@@ -233,6 +240,50 @@ func (r *request) may(res hook.Resource) bool {
 		p = c.Principal
 	}
 	return set.Authorize(r.Context(), p, hook.ActionGet, res) == nil
+}
+
+// guardKey keys the guard of a request the engine's hooks authenticated.
+type guardKey struct{}
+
+// guard is what a Route's Handle authorizes with.
+type guard struct {
+	set     *hook.Set
+	cluster string
+}
+
+// Cluster returns the resource of the node's cluster, as the API's own
+// operations name it, for r, a request a Route's Handle serves.
+func Cluster(r *http.Request) hook.Resource {
+	if g, ok := r.Context().Value(guardKey{}).(*guard); ok {
+		return hook.Cluster(g.cluster)
+	}
+	return hook.Cluster("")
+}
+
+// Authorize reports whether the caller of r, a request a Route's Handle
+// serves, may do a on res: nil when the server authenticates nobody,
+// else what the Authorizers decide for its principal.
+func Authorize(r *http.Request, a hook.Action, res hook.Resource) error {
+	g, ok := r.Context().Value(guardKey{}).(*guard)
+	if !ok {
+		return nil
+	}
+	p, _ := Principal(r)
+	return g.set.Authorize(r.Context(), p, a, res)
+}
+
+// Principal returns who made r, a request a Route's Handle serves, as the
+// Authenticators established it; false when the server authenticates
+// nobody.
+func Principal(r *http.Request) (hook.Principal, bool) {
+	if _, ok := r.Context().Value(guardKey{}).(*guard); !ok {
+		return hook.Principal{}, false
+	}
+	c, ok := hook.FromContext(r.Context())
+	if !ok {
+		return hook.Principal{}, false
+	}
+	return c.Principal, true
 }
 
 // Protocol is the hook.Credentials.Protocol of API requests.

@@ -8,7 +8,16 @@
 //
 // Modules add operations of their own through Options.Routes (the MQTT
 // front-end's /mqtt/sessions and /mqtt/retained), served like the API's:
-// authorized, with the same error shapes.
+// authorized, with the same error shapes. A Route with no Action is only
+// authenticated and answers what its caller may see, asking Authorize.
+//
+// A message's history (GET /messages/{id}/history) puts together what the
+// engine stored (the message, its retry and dead-letter copies), its
+// delivery history (engine.Deliveries: each pull or pop with the consumer,
+// and each commit, ack, invisibility change, retry and dead letter) and
+// the trace records clients sent, decoded by package tracedata.
+// LagHistory, which the server runs, samples every group's lag so that
+// GET /groups/{group} gives the last minutes of it.
 //
 // The API is part of the HTTP server rather than a module of its own: it
 // answers on the address of /healthz and /metrics and works on whatever

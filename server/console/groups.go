@@ -33,6 +33,9 @@ type Group struct {
 	Topics  []TopicLag  `json:"topics,omitempty"`
 	Queues  []QueueLag  `json:"queues,omitempty"`
 	Subs    []Subscribe `json:"subscriptions,omitempty"`
+	// LagHistory is the group's lag sampled by the server over the last
+	// minutes, oldest first (GET /groups/{group} only).
+	LagHistory []LagSample `json:"lagHistory,omitempty"`
 }
 
 // Member is an online consumer of a group.
@@ -116,36 +119,32 @@ func consumedTopics(e *engine.Engine, group string) ([]string, error) {
 	return slices.Compact(topics), nil
 }
 
-// groupOf builds a group's summary; with detail, its members, topics and
-// queues too.
-func groupOf(e *engine.Engine, name string, cfg *meta.Group, detail bool) (Group, error) {
-	g := Group{Name: name, MaxAttempts: meta.DefaultMaxAttempts}
-	if cfg != nil {
-		g.Configured, g.FIFO, g.Broadcast, g.MaxAttempts, g.ConsumeDisabled = true, cfg.FIFO, cfg.Broadcast, cfg.Attempts(), cfg.ConsumeDisabled
-	}
-	consumers := e.Clients().Consumers(name)
-	g.Online = len(consumers)
-	topics, err := consumedTopics(e, name)
+// lagOf returns a group's lag: the messages stored after its committed
+// offsets (from the first kept where it has none) over the topics of
+// consumedTopics; with detail, per topic (retry topic left out) and per
+// queue too.
+func lagOf(e *engine.Engine, name string, detail bool) (lag int64, topics []TopicLag, queues []QueueLag, err error) {
+	names, err := consumedTopics(e, name)
 	if err != nil {
-		return g, err
+		return 0, nil, nil, err
 	}
-	for _, topic := range topics {
+	for _, topic := range names {
 		t, err := e.Topic(topic)
 		if errors.Is(err, engine.ErrTopicNotFound) {
 			continue
 		}
 		if err != nil {
-			return g, err
+			return 0, nil, nil, err
 		}
 		committed, err := e.ConsumerOffsets(name, topic)
 		if err != nil && !errors.Is(err, engine.ErrNoOffset) {
-			return g, err
+			return 0, nil, nil, err
 		}
 		tl := TopicLag{Topic: topic}
 		for q := range t.ReadQueues {
 			maxOff, err := e.MaxOffset(topic, q)
 			if err != nil {
-				return g, err
+				return 0, nil, nil, err
 			}
 			ql := QueueLag{Topic: topic, Queue: q, MaxOffset: maxOff, ConsumerOffset: -1}
 			if off, ok := committed[q]; ok {
@@ -156,13 +155,29 @@ func groupOf(e *engine.Engine, name string, cfg *meta.Group, detail bool) (Group
 			}
 			tl.Lag += ql.Lag
 			if detail {
-				g.Queues = append(g.Queues, ql)
+				queues = append(queues, ql)
 			}
 		}
-		g.Lag += tl.Lag
+		lag += tl.Lag
 		if detail && !message.IsRetryTopic(topic) {
-			g.Topics = append(g.Topics, tl)
+			topics = append(topics, tl)
 		}
+	}
+	return lag, topics, queues, nil
+}
+
+// groupOf builds a group's summary; with detail, its members, topics and
+// queues too.
+func groupOf(e *engine.Engine, name string, cfg *meta.Group, detail bool) (Group, error) {
+	g := Group{Name: name, MaxAttempts: meta.DefaultMaxAttempts}
+	if cfg != nil {
+		g.Configured, g.FIFO, g.Broadcast, g.MaxAttempts, g.ConsumeDisabled = true, cfg.FIFO, cfg.Broadcast, cfg.Attempts(), cfg.ConsumeDisabled
+	}
+	consumers := e.Clients().Consumers(name)
+	g.Online = len(consumers)
+	var err error
+	if g.Lag, g.Topics, g.Queues, err = lagOf(e, name, detail); err != nil {
+		return g, err
 	}
 	if n, err := depth(e, message.DLQTopic(name)); err == nil {
 		g.DeadLetters = n
@@ -256,7 +271,11 @@ func (a *API) getGroup(r *request) (any, error) {
 		}
 		return nil, &Error{Status: 404, Code: "GROUP_NOT_FOUND", Message: "consumer group " + name + " not found"}
 	}
-	return groupOf(r.eng, name, cfg[name], true)
+	g, err := groupOf(r.eng, name, cfg[name], true)
+	if err == nil && a.o.LagHistory != nil {
+		g.LagHistory = a.o.LagHistory.Of(name)
+	}
+	return g, err
 }
 
 // ResetRequest is the body of POST /groups/{group}/reset-offset.

@@ -9,8 +9,10 @@
 // RocketMQCollector serves RocketMQ 5's broker metrics (RIP-46) under the
 // Java broker's names and labels, computed from the engine at scrape time
 // (Stats, committed offsets, the client registry); NewSendCost is the
-// rocketmq_send_cost_time histogram the engine's SendLatency hook feeds.
-// grafana/karman.json is a dashboard on both sets.
+// rocketmq_send_cost_time histogram the engine's SendLatency hook feeds;
+// RPCLatency is rocketmq_rpc_latency, fed by the remoting and gRPC
+// front-ends (Host.RPCLatency) with the time they take to answer each
+// request. grafana/karman.json is a dashboard on both sets.
 //
 // Concurrency: the collector and the histogram are safe for concurrent use
 // (Prometheus scrapes while the engine observes).

@@ -102,6 +102,9 @@ type Set struct {
 	// MessageSize is rocketmq_message_size, fed by
 	// engine.Options.MessageSize.
 	MessageSize *prometheus.HistogramVec
+	// RPCLatency is rocketmq_rpc_latency, fed by the front-ends; nil
+	// without the RocketMQ metrics.
+	RPCLatency *RPCLatency
 }
 
 // New builds the registry with the engine collector reading stats, the
@@ -114,8 +117,10 @@ func New(stats StatsFunc, version string, eng EngineFunc, cluster, node string) 
 	lat := NewAppendLatency()
 	cost := NewSendCost(cluster, node)
 	size := NewMessageSize(cluster, node)
+	var rpc *RPCLatency
 	if eng != nil {
-		reg.MustRegister(NewRocketMQCollector(eng, cluster, node), cost, size)
+		rpc = NewRPCLatency(cluster, node)
+		reg.MustRegister(NewRocketMQCollector(eng, cluster, node), cost, size, rpc)
 	}
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "karman_build_info",
@@ -130,5 +135,5 @@ func New(stats StatsFunc, version string, eng EngineFunc, cluster, node string) 
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	return &Set{Registry: reg, AppendLatency: lat, SendCost: cost, MessageSize: size}
+	return &Set{Registry: reg, AppendLatency: lat, SendCost: cost, MessageSize: size, RPCLatency: rpc}
 }

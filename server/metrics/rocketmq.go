@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
@@ -29,7 +31,11 @@ const (
 	labelVersion   = "version"
 	labelMode      = "consume_mode"
 	labelInvStatus = "invocation_status"
-	nodeTypeBroker = "broker"
+	// rocketmq_rpc_latency's
+	labelProtocol     = "protocol_type"
+	labelRequestCode  = "request_code"
+	labelResponseCode = "response_code"
+	nodeTypeBroker    = "broker"
 )
 
 // EngineFunc calls visit with the open engine and reports true, or
@@ -44,7 +50,7 @@ type RocketMQCollector struct {
 
 	messagesIn, throughputIn, messagesOut, throughputOut,
 	lag, inflight, ready, consumerConns, producerConns,
-	sendToDLQ, storageSize, dispatchBehind, commits, rollbacks *prometheus.Desc
+	sendToDLQ, storageSize, dispatchBehind, flushBehind, halfMessages, commits, rollbacks *prometheus.Desc
 }
 
 // NewRocketMQCollector returns the collector of RocketMQ's broker metrics
@@ -68,6 +74,8 @@ func NewRocketMQCollector(eng EngineFunc, cluster, node string) *RocketMQCollect
 			"Messages the consumer group's retries moved to its dead-letter topic (or that were resent there).", []string{labelGroup, labelIsSystem}, c),
 		storageSize:    prometheus.NewDesc("rocketmq_storage_size", "Bytes of the commit-log segments on disk.", nil, c),
 		dispatchBehind: prometheus.NewDesc("rocketmq_storage_dispatch_behind_bytes", "Bytes of the commit log not yet indexed into the consume queues.", nil, c),
+		flushBehind:    prometheus.NewDesc("rocketmq_storage_flush_behind_bytes", "Bytes of the commit log written but not yet flushed to disk.", nil, c),
+		halfMessages:   prometheus.NewDesc("rocketmq_half_messages", "Transactional half messages waiting for their producer's commit or rollback (RocketMQ labels them by topic; Karman counts them per broker, up to 1,000,000).", nil, c),
 		commits:        prometheus.NewDesc("rocketmq_commit_messages_total", "Transactional messages committed (RocketMQ labels them by topic; Karman counts them per broker).", nil, c),
 		rollbacks:      prometheus.NewDesc("rocketmq_rollback_messages_total", "Transactional messages rolled back (per broker).", nil, c),
 	}
@@ -76,7 +84,7 @@ func NewRocketMQCollector(eng EngineFunc, cluster, node string) *RocketMQCollect
 // Describe implements prometheus.Collector.
 func (c *RocketMQCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.messagesIn, c.throughputIn, c.messagesOut, c.throughputOut, c.lag, c.inflight, c.ready, c.consumerConns, c.producerConns,
-		c.sendToDLQ, c.storageSize, c.dispatchBehind, c.commits, c.rollbacks} {
+		c.sendToDLQ, c.storageSize, c.dispatchBehind, c.flushBehind, c.halfMessages, c.commits, c.rollbacks} {
 		ch <- d
 	}
 }
@@ -88,6 +96,10 @@ func (c *RocketMQCollector) Collect(ch chan<- prometheus.Metric) {
 
 type groupTopic struct{ group, topic string }
 
+// maxHalfCount bounds the half messages a scrape counts: the count reads
+// the index of pending ones.
+const maxHalfCount = 1_000_000
+
 func (c *RocketMQCollector) collect(e *engine.Engine, ch chan<- prometheus.Metric) {
 	st := e.Stats()
 	topics := map[string]meta.Topic{}
@@ -96,6 +108,10 @@ func (c *RocketMQCollector) collect(e *engine.Engine, ch chan<- prometheus.Metri
 	}
 	ch <- prometheus.MustNewConstMetric(c.storageSize, prometheus.GaugeValue, float64(st.DiskBytes))
 	ch <- prometheus.MustNewConstMetric(c.dispatchBehind, prometheus.GaugeValue, float64(max(st.LogEndOffset-st.DispatchedOffset, 0)))
+	ch <- prometheus.MustNewConstMetric(c.flushBehind, prometheus.GaugeValue, float64(max(st.LogEndOffset-st.LogFlushedOffset, 0)))
+	if n, err := e.HalfMessages(maxHalfCount); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.halfMessages, prometheus.GaugeValue, float64(n))
+	}
 	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.TransactionsCommitted))
 	ch <- prometheus.MustNewConstMetric(c.rollbacks, prometheus.CounterValue, float64(st.TransactionsRolledBack))
 	inflight := map[groupTopic]int64{}
@@ -281,4 +297,58 @@ func ObserveSend(h *prometheus.HistogramVec, topic string, ms float64, err error
 		}
 	}
 	h.WithLabelValues(topic, status).Observe(ms)
+}
+
+// RPCLatency is rocketmq_rpc_latency: how long the broker took to answer
+// each request, in milliseconds, by protocol_type (remoting, grpc),
+// request_code and response_code, with RocketMQ's buckets. Observing
+// resolves a series once per label set and keeps it, so that an
+// observation costs a map read and the histogram's own atomics.
+type RPCLatency struct {
+	vec   *prometheus.HistogramVec
+	named sync.Map // [3]string → prometheus.Observer
+}
+
+// NewRPCLatency returns the histogram of the broker node of cluster.
+func NewRPCLatency(cluster, node string) *RPCLatency {
+	return &RPCLatency{vec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:        "rocketmq_rpc_latency",
+		ConstLabels: prometheus.Labels{labelCluster: cluster, labelNodeType: nodeTypeBroker, labelNodeID: node},
+		Help:        "Time the broker took to answer a request, from its routing to its answer (long polls included), in milliseconds.",
+		Buckets:     []float64{1, 3, 5, 10, 100, 1000, 3000},
+	}, []string{labelProtocol, labelRequestCode, labelResponseCode})}
+}
+
+// Describe implements prometheus.Collector.
+func (l *RPCLatency) Describe(ch chan<- *prometheus.Desc) { l.vec.Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (l *RPCLatency) Collect(ch chan<- prometheus.Metric) { l.vec.Collect(ch) }
+
+// Observe records one request of protocol. request and response must come
+// from bounded sets (the routes served, their answers' codes): each label
+// set is a series kept for good.
+func (l *RPCLatency) Observe(protocol, request, response string, d time.Duration) {
+	k := [3]string{protocol, request, response}
+	o, ok := l.named.Load(k)
+	if !ok {
+		o, _ = l.named.LoadOrStore(k, l.vec.WithLabelValues(protocol, request, response))
+	}
+	o.(prometheus.Observer).Observe(float64(d.Nanoseconds()) / 1e6)
+}
+
+// Coded returns what observes the requests of protocol whose request and
+// response codes are numbers: name gives their labels the first time a
+// pair is seen, later ones find its series by the numbers alone.
+func (l *RPCLatency) Coded(protocol string, name func(request, response int32) (string, string)) func(request, response int32, d time.Duration) {
+	var byCode sync.Map // uint64 → prometheus.Observer
+	return func(request, response int32, d time.Duration) {
+		k := uint64(uint32(request))<<32 | uint64(uint32(response))
+		o, ok := byCode.Load(k)
+		if !ok {
+			req, resp := name(request, response)
+			o, _ = byCode.LoadOrStore(k, l.vec.WithLabelValues(protocol, req, resp))
+		}
+		o.(prometheus.Observer).Observe(float64(d.Nanoseconds()) / 1e6)
+	}
 }

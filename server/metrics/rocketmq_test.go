@@ -3,10 +3,13 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/hook"
@@ -20,7 +23,8 @@ import (
 // TestRocketMQCollector drives an engine (sends, a pull as a group, pops,
 // a commit, a consumer online) and checks RocketMQ's metrics against it.
 func TestRocketMQCollector(t *testing.T) {
-	e, err := engine.Open(t.TempDir(), &engine.Options{SegmentSize: 1 << 20, AutoCreateGroups: true})
+	e, err := engine.Open(t.TempDir(), &engine.Options{SegmentSize: 1 << 20, AutoCreateGroups: true,
+		FlushInterval: time.Hour}) // nothing is flushed while the test runs: all of the log is behind
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +76,18 @@ func TestRocketMQCollector(t *testing.T) {
 	if err != nil || len(popped) != 1 {
 		t.Fatalf("pop: %d, %v", len(popped), err)
 	}
+	// The engine saves a pop state, and with it the offset acknowledged
+	// below (here 0), every few milliseconds: wait for it, so that the
+	// series of poppers are there whatever the timing.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if offs, err := e.ConsumerOffsets("poppers", "plain"); err == nil && len(offs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pop state of poppers was not saved")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	e.Clients().Heartbeat(registry.Heartbeat{Client: "c1", Protocol: "remoting", Language: "GO", Version: "V4_5_2", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
 	e.Clients().Heartbeat(registry.Heartbeat{Client: "c2", Protocol: "remoting", Language: "JAVA", Version: "V5_3_0", Consumers: []registry.Consumer{{Group: "billing", Type: registry.ConsumePull}}})
 	e.Clients().Heartbeat(registry.Heartbeat{Client: "p1", Protocol: "grpc", Language: "NODE_JS", Version: "1.0.8", Producers: []string{"pg"}})
@@ -118,6 +134,9 @@ func TestRocketMQCollector(t *testing.T) {
 		k("rocketmq_consumer_lag_messages", orders...):                                                      4,
 		k("rocketmq_consumer_inflight_messages", orders...):                                                 0,
 		k("rocketmq_consumer_ready_messages", orders...):                                                    4,
+		k("rocketmq_consumer_lag_messages", plain...):                                                       1,
+		k("rocketmq_consumer_inflight_messages", plain...):                                                  1,
+		k("rocketmq_consumer_ready_messages", plain...):                                                     0,
 		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "GO", "version", "V4_5_2"):   1,
 		k("rocketmq_consumer_connections", "consume_mode", "pull", "consumer_group", "billing", "is_retry", "false", "is_system", "false", "language", "JAVA", "version", "V5_3_0"): 1,
 		k("rocketmq_producer_connections", "language", "NODE_JS", "version", "1.0.8"):                                                                                               2,
@@ -134,6 +153,8 @@ func TestRocketMQCollector(t *testing.T) {
 		k("rocketmq_rollback_messages_total"):       1,
 		k("rocketmq_storage_size"):                  disk,
 		k("rocketmq_storage_dispatch_behind_bytes"): 0,
+		k("rocketmq_storage_flush_behind_bytes"):    float64(e.Stats().LogEndOffset),
+		k("rocketmq_half_messages"):                 0,
 	}
 	got := series(t, c)
 	if !maps.Equal(got, want) {
@@ -148,8 +169,6 @@ func TestRocketMQCollector(t *testing.T) {
 			}
 		}
 	}
-	// poppers has committed nothing in plain, so it has no lag series
-	// (its pop state is no committed offset).
 
 	// A closed engine gives no series and no panic.
 	closed := NewRocketMQCollector(func(func(*engine.Engine)) bool { return false }, "c", "n")
@@ -211,4 +230,47 @@ func series(t *testing.T, c prometheus.Collector) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// rocketmq_rpc_latency: observations by name and by code land in the
+// series of their labels, in milliseconds.
+func TestRPCLatency(t *testing.T) {
+	l := NewRPCLatency("C", "n")
+	names := 0
+	observe := l.Coded("remoting", func(req, resp int32) (string, string) {
+		names++
+		return "code_" + strconv.Itoa(int(req)), "answer_" + strconv.Itoa(int(resp))
+	})
+	observe(10, 0, 2*time.Millisecond)
+	observe(10, 0, 200*time.Millisecond)
+	observe(10, 1, time.Millisecond)
+	l.Observe("grpc", "SendMessage", "OK", 4*time.Millisecond)
+	if names != 2 {
+		t.Errorf("codes named %d times, want once per pair", names)
+	}
+	want := `
+# HELP rocketmq_rpc_latency Time the broker took to answer a request, from its routing to its answer (long polls included), in milliseconds.
+# TYPE rocketmq_rpc_latency histogram
+`
+	for _, s := range []struct {
+		proto, req, resp string
+		count            int
+		sum              float64
+		le               [7]int // 1 3 5 10 100 1000 3000
+	}{
+		{"grpc", "SendMessage", "OK", 1, 4, [7]int{0, 0, 1, 1, 1, 1, 1}},
+		{"remoting", "code_10", "answer_0", 2, 202, [7]int{0, 1, 1, 1, 1, 2, 2}},
+		{"remoting", "code_10", "answer_1", 1, 1, [7]int{1, 1, 1, 1, 1, 1, 1}},
+	} {
+		labels := fmt.Sprintf(`cluster="C",node_id="n",node_type="broker",protocol_type="%s",request_code="%s",response_code="%s"`, s.proto, s.req, s.resp)
+		for i, le := range []string{"1", "3", "5", "10", "100", "1000", "3000"} {
+			want += fmt.Sprintf("rocketmq_rpc_latency_bucket{%s,le=\"%s\"} %d\n", labels, le, s.le[i])
+		}
+		want += fmt.Sprintf("rocketmq_rpc_latency_bucket{%s,le=\"+Inf\"} %d\n", labels, s.count)
+		want += fmt.Sprintf("rocketmq_rpc_latency_sum{%s} %g\n", labels, s.sum)
+		want += fmt.Sprintf("rocketmq_rpc_latency_count{%s} %d\n", labels, s.count)
+	}
+	if err := testutil.CollectAndCompare(l, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
 }

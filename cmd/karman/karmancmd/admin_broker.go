@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/admin"
+	"github.com/karmanmq/karman/cmd/karman/internal/progress"
 	"github.com/spf13/cobra"
 )
 
@@ -158,8 +159,8 @@ wait when it is a terminal.`,
 // seconds passing on w when it is a terminal.
 func waitWithProgress(ctx context.Context, w io.Writer, d time.Duration, what string) error {
 	steps := max(int(d/time.Second), 1)
-	bar := newProgress(w, steps, what)
-	defer bar.finish()
+	bar := progress.New(w, steps, what, false)
+	defer bar.Finish()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	tick := time.NewTicker(d / time.Duration(steps))
@@ -171,7 +172,7 @@ func waitWithProgress(ctx context.Context, w io.Writer, d time.Duration, what st
 		case <-t.C:
 			return nil
 		case <-tick.C:
-			bar.add()
+			bar.Add()
 		}
 	}
 }

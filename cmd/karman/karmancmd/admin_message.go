@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/admin"
+	"github.com/karmanmq/karman/cmd/karman/internal/progress"
 	"github.com/spf13/cobra"
 )
 
@@ -313,9 +314,9 @@ the dead letter and sends the copy itself (SEND_MESSAGE).`,
 						ids = append(ids, d.OffsetMsgID) // exact, where a client id may name several
 					}
 				}
-				bar := newProgress(cmd.ErrOrStderr(), len(ids), "resending dead letters")
-				defer bar.finish()
-				report, err = c.ResendDeadLetters(cmd.Context(), group, ids, bar.add)
+				bar := progress.New(cmd.ErrOrStderr(), len(ids), "resending dead letters", false)
+				defer bar.Finish()
+				report, err = c.ResendDeadLetters(cmd.Context(), group, ids, bar.Add)
 				return report, err
 			}, writeResendReport)
 			if err == nil && len(report.Failed) > 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/enginebench"
+	"github.com/karmanmq/karman/cmd/karman/internal/progress"
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/server/config"
 	"github.com/spf13/cobra"
@@ -102,11 +103,11 @@ of message body per second) and p50_us/p99_us latency per call.`,
 			o.Logger = newLogger(cmd.ErrOrStderr(), slog.LevelWarn)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			sp := newSpinner(cmd.ErrOrStderr(), "bench engine: running")
-			stopSpin := sp.spin(200 * time.Millisecond)
-			defer sp.finish()
+			sp := progress.Spinner(cmd.ErrOrStderr(), "bench engine: running", false)
+			stopSpin := sp.Spin(200 * time.Millisecond)
+			defer sp.Finish()
 			defer stopSpin()
-			return enginebench.Run(ctx, o, sp.phases(cmd.OutOrStdout(), "bench engine"), sp.clearBefore(cmd.ErrOrStderr()))
+			return enginebench.Run(ctx, o, sp.Phases(cmd.OutOrStdout(), "bench engine"), sp.ClearBefore(cmd.ErrOrStderr()))
 		},
 	}
 	f := sortedFlags(cmd.Flags())

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
+	"time"
 
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/protocol/grpc/convert"
+	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"github.com/karmanmq/karman/protocol/grpc/session"
 	"github.com/karmanmq/karman/protocol/grpc/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 )
 
 // Request metadata RocketMQ 5 clients send on every call.
@@ -66,7 +70,25 @@ func (s *Server) attach(ctx context.Context) context.Context {
 	return context.WithValue(ctx, sessionKey{}, s.sessions.TouchAddr(id, remote))
 }
 
-func (s *Server) unaryInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if s.opts.Latency == nil || info == nil {
+		return s.unary(ctx, req, h)
+	}
+	start := time.Now()
+	resp, err := s.unary(ctx, req, h)
+	code := "OK"
+	if st, ok := resp.(interface{ GetStatus() *rmqpb.Status }); ok && st.GetStatus() != nil {
+		code = st.GetStatus().GetCode().String()
+	} else if err != nil {
+		code = status.Code(err).String()
+	}
+	method := info.FullMethod[strings.LastIndexByte(info.FullMethod, '/')+1:]
+	s.opts.Latency(method, code, time.Since(start))
+	return resp, err
+}
+
+// unary serves one unary call.
+func (s *Server) unary(ctx context.Context, req any, h grpc.UnaryHandler) (any, error) {
 	fillNamespace(req, callNamespace(ctx))
 	if s.hooked {
 		var refused any

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/protocol/grpc/convert"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
 	"github.com/karmanmq/karman/protocol/grpc/session"
@@ -50,6 +51,13 @@ func (s *Server) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Se
 
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if _, ok := hook.FromContext(pctx); !ok {
+		// The consumer the engine's delivery history names (with hooks,
+		// the guarded stream's client is there already).
+		cl, _ := s.callClient(pctx)
+		cl.Group = r.pop.Group
+		pctx = hook.NewContext(pctx, cl)
+	}
 	stop := context.AfterFunc(s.ctx, cancel) // answer at once when the server closes
 	defer stop()
 	// The records are read into a pooled buffer, which deliver is done

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/engine/meta"
 	"github.com/karmanmq/karman/protocol/grpc/rmqpb"
@@ -622,5 +623,26 @@ func TestQueryAssignment(t *testing.T) {
 	}
 	if code := query("G", "T").GetStatus().GetCode(); code != rmqpb.Code_FORBIDDEN {
 		t.Errorf("write-only topic: %v", code)
+	}
+}
+
+// The engine's delivery history names the gRPC consumer that received a
+// message, and its acknowledgement.
+func TestReceiveRecordsTheConsumer(t *testing.T) {
+	h := newConsumeHarness(t, Options{})
+	h.topic("T", 1)
+	h.send("T", "m")
+	ctx := clientCtx("c1")
+	msgs := h.mustReceive(ctx, receiveReq("G", "T", 32, 30*time.Second), rmqpb.Code_OK)
+	if resp := h.ack(ctx, "G", "T", msgs...); resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("ack: %v", resp)
+	}
+	m, err := h.eng.MessageByID(msgs[0].GetSystemProperties().GetMessageId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.eng.Deliveries("G", m)
+	if len(got) != 2 || got[0].Kind != engine.DeliveryPop || got[0].Protocol != "grpc" || got[0].Client != "c1" || !got[0].Addr.IsValid() || got[1].Kind != engine.DeliveryAck {
+		t.Fatalf("history: %+v", got)
 	}
 }

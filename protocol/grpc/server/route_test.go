@@ -3,6 +3,7 @@ package server
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/meta"
@@ -132,5 +133,27 @@ func TestQueryRouteWithoutEndpoint(t *testing.T) {
 	ep := resp.GetMessageQueues()[0].GetBroker().GetEndpoints()
 	if ep.GetScheme() != rmqpb.AddressScheme_DOMAIN_NAME || len(ep.GetAddresses()) != 1 || ep.GetAddresses()[0].GetHost() != "mq.example" || ep.GetAddresses()[0].GetPort() != 8081 {
 		t.Fatalf("endpoints %v", ep)
+	}
+}
+
+// Options.Latency sees each unary call with its method and the code of
+// its answer's status.
+func TestLatencyObserved(t *testing.T) {
+	type seen struct {
+		method, code string
+		d            time.Duration
+	}
+	got := make(chan seen, 4)
+	e := newPubEnv(t, engine.Options{}, Options{Latency: func(method, code string, d time.Duration) { got <- seen{method, code, d} }})
+	if _, err := e.cli.QueryRoute(e.as("client@1"), &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "Nope"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		if s.method != "QueryRoute" || s.code != "TOPIC_NOT_FOUND" || s.d <= 0 {
+			t.Fatalf("observed %+v", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call was not observed")
 	}
 }

@@ -90,6 +90,12 @@ type Options struct {
 	Groups func(ctx context.Context, topic string) []GroupRoute
 	// Logger receives the server's log records. Default: discarded.
 	Logger *slog.Logger
+	// Latency, when set, is called after each unary call with its method
+	// (SendMessage), the code of its answer's status (OK, BAD_REQUEST,
+	// ...; the gRPC status code when it has none) and its duration.
+	// Streaming calls (ReceiveMessage, Telemetry) are not observed. It
+	// runs on the call's goroutine: keep it cheap.
+	Latency func(method, code string, d time.Duration)
 }
 
 func (o *Options) ensureDefaults() {

@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
 	"github.com/karmanmq/karman/protocol/mqtt/server"
 )
@@ -75,5 +77,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestSubResources(t *testing.T) {
+	for _, tc := range []struct {
+		filter string
+		want   []hook.Resource
+	}{
+		{"devices/d1/#", []hook.Resource{hook.MQTT("devices/d1/#"), hook.Topic("devices")}},
+		{"+/status", []hook.Resource{hook.MQTT("+/status"), hook.AllTopics}},
+		{"#", []hook.Resource{hook.MQTT("#"), hook.AllTopics}},
+		{"$SYS/broker/uptime", []hook.Resource{hook.MQTT("$SYS/broker/uptime")}},
+	} {
+		if got := server.SubResources(tc.filter); !slices.Equal(got, tc.want) {
+			t.Errorf("SubResources(%q) = %v, want %v", tc.filter, got, tc.want)
+		}
 	}
 }

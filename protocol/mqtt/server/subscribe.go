@@ -33,17 +33,12 @@ func (c *conn) authorizeSub(hooks *hook.Set, filter string) error {
 	if len(hooks.Authorizers) == 0 {
 		return nil
 	}
-	err := hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.MQTT(filter))
-	if first, _, _ := strings.Cut(filter, "/"); err == nil {
-		switch {
-		case first == "+" || first == "#":
-			// It reads from every topic.
-			err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.AllTopics)
-		case message.ValidateUserTopic(first) == nil:
-			err = hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, hook.Topic(first))
+	for _, res := range SubResources(filter) {
+		if err := hooks.Authorize(c.hookCtx, c.principal, hook.ActionSub, res); err != nil {
+			return err
 		}
 	}
-	return err
+	return nil
 }
 
 func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
@@ -190,4 +185,21 @@ func (c *conn) handleUnsubscribe(p *packet.Unsubscribe) bool {
 		}
 	}
 	return c.write(ack) == nil
+}
+
+// SubResources returns what a subscription to filter (without a
+// $share/GROUP/ prefix) is authorized on, in order: the MQTT filter as
+// written, then the RocketMQ topic its first level maps to, or every
+// topic when the first level is a wildcard. A Sub on each must be
+// allowed.
+func SubResources(filter string) []hook.Resource {
+	out := []hook.Resource{hook.MQTT(filter)}
+	switch first, _, _ := strings.Cut(filter, "/"); {
+	case first == "+" || first == "#":
+		// It reads from every topic.
+		out = append(out, hook.AllTopics)
+	case message.ValidateUserTopic(first) == nil:
+		out = append(out, hook.Topic(first))
+	}
+	return out
 }

@@ -44,8 +44,13 @@ func (b *Broker) pullMessage(ctx context.Context, c *server.Conn, req *wire.Comm
 	if b.hooked {
 		clientGroup(ctx, h.ConsumerGroup) // the group of the engine's delivery hooks
 	} else {
-		// The group the engine counts the delivery under (Stats).
-		ctx = hook.NewContext(ctx, &hook.Client{Protocol: Protocol, Group: h.ConsumerGroup})
+		// The group the engine counts the delivery under (Stats), and
+		// the consumer its delivery history names.
+		cl := &hook.Client{Protocol: Protocol, Group: h.ConsumerGroup, Addr: bornHost(c)}
+		if id, ok := c.Get(attrClientID); ok {
+			cl.ID, _ = id.(string)
+		}
+		ctx = hook.NewContext(ctx, cl)
 	}
 	batch := pullBatch(h.MaxMsgNums)
 	g, err := b.group(ctx, h.ConsumerGroup)

@@ -126,7 +126,16 @@ type Options struct {
 	Busy func(Kind) bool
 	// OnClose is called once when a connection closes.
 	OnClose func(*Conn)
+	// Latency, when set, is called after each routed request with its
+	// code, its answer's code (NoResponse when it got none) and the time
+	// from its routing to its answer, waits for a worker and long polls
+	// included. It runs on the request's goroutine: keep it cheap.
+	Latency func(request wire.RequestCode, response wire.ResponseCode, d time.Duration)
 }
+
+// NoResponse is the response code Options.Latency sees for a request that
+// got no answer (a oneway request, a connection gone).
+const NoResponse wire.ResponseCode = -1
 
 // DefaultMaxInflightBytes is the default of Options.MaxInflightBytes.
 const DefaultMaxInflightBytes = 256 << 20
@@ -309,10 +318,26 @@ func (s *Server) watch(c *Conn) {
 // worker slot of its kind is free.
 func (s *Server) serve(ctx context.Context, c *Conn, req *wire.Command) *wire.Command {
 	c.touch()
-	r, ok := s.mux.routes[req.RequestCode().Canonical()]
+	code := req.RequestCode().Canonical()
+	r, ok := s.mux.routes[code]
 	if !ok {
 		return wire.NewResponse(req, wire.RequestCodeNotSupported, fmt.Sprintf("request code %d is not supported", req.Code))
 	}
+	if s.opts.Latency == nil {
+		return s.serveRoute(ctx, c, req, r)
+	}
+	start := time.Now()
+	resp := s.serveRoute(ctx, c, req, r)
+	rc := NoResponse
+	if resp != nil {
+		rc = resp.ResponseCode()
+	}
+	s.opts.Latency(code, rc, time.Since(start))
+	return resp
+}
+
+// serveRoute serves req by its route r.
+func (s *Server) serveRoute(ctx context.Context, c *Conn, req *wire.Command, r route) *wire.Command {
 	if !r.inline {
 		peer.Detach(ctx)
 		req.LoadExtFields()

@@ -259,3 +259,36 @@ func TestInlineRoutes(t *testing.T) {
 		t.Fatalf("third pull: %v", r)
 	}
 }
+
+// Options.Latency sees each routed request with its answer's code;
+// requests of no route are not observed.
+func TestLatencyObserved(t *testing.T) {
+	type seen struct {
+		req  wire.RequestCode
+		resp wire.ResponseCode
+		d    time.Duration
+	}
+	got := make(chan seen, 4)
+	_, addr := startServer(t, echoMux(), Options{Latency: func(req wire.RequestCode, resp wire.ResponseCode, d time.Duration) {
+		got <- seen{req, resp, d}
+	}})
+	p := dial(t, addr)
+	ctx := context.Background()
+	if _, err := p.Invoke(ctx, &wire.Command{Code: 99999}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Invoke(ctx, &wire.Command{Code: int32(wire.HeartBeat)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		if s.req != wire.HeartBeat || s.resp != wire.Success || s.d <= 0 {
+			t.Fatalf("observed %+v, want the heartbeat's success", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the heartbeat was not observed")
+	}
+	if len(got) != 0 {
+		t.Fatalf("also observed %+v", <-got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/karmanmq/karman/protocol/grpc/server"
 	"github.com/karmanmq/karman/protocol/grpc/transport"
@@ -176,6 +177,7 @@ func Start(ctx context.Context, h karman.Host, cfg *Config) (stop func(context.C
 		AutoCreateTopics: h.EngineOptions.AutoCreateTopics,
 		AutoCreateGroups: h.EngineOptions.AutoCreateGroups,
 		DefaultQueues:    h.EngineOptions.DefaultQueues,
+		Latency:          latency(h),
 	})
 	if err != nil {
 		return nil, err
@@ -220,4 +222,13 @@ func brokerName(name string) string {
 		return server.DefaultBrokerName
 	}
 	return name
+}
+
+// latency feeds rocketmq_rpc_latency with the unary calls, labelled by
+// method and status code; nil without the metric.
+func latency(h karman.Host) func(method, code string, d time.Duration) {
+	if h.RPCLatency == nil {
+		return nil
+	}
+	return func(method, code string, d time.Duration) { h.RPCLatency.Observe("grpc", method, code, d) }
 }

@@ -76,21 +76,45 @@ type RetainedMessage struct {
 }
 
 // APIRoutes adds GET /api/v1/mqtt/sessions and GET /api/v1/mqtt/retained
-// to the JSON API, both a List on the cluster for the Authorizers.
+// to the JSON API. With authentication on, each user sees what is its
+// own: the sessions its clients made (their owner is the user) and the
+// retained messages whose topics it may subscribe to; a user that may
+// List the cluster sees them all.
 func (m *Module) APIRoutes() []console.Route {
 	return []console.Route{
-		{Pattern: "GET " + console.Prefix + "mqtt/sessions", Action: hook.ActionList, Handle: m.apiSessions},
-		{Pattern: "GET " + console.Prefix + "mqtt/retained", Action: hook.ActionList, Handle: m.apiRetained},
+		{Pattern: "GET " + console.Prefix + "mqtt/sessions", Handle: m.apiSessions},
+		{Pattern: "GET " + console.Prefix + "mqtt/retained", Handle: m.apiRetained},
 	}
 }
 
-func (m *Module) apiSessions(*http.Request) (any, error) {
+// seesAll reports whether the caller of r may see every session and
+// retained message: it may List the cluster (or nobody is authenticated).
+func seesAll(r *http.Request) bool {
+	return console.Authorize(r, hook.ActionList, console.Cluster(r)) == nil
+}
+
+// maySubscribe reports whether the caller of r may subscribe to filter.
+func maySubscribe(r *http.Request, filter string) bool {
+	for _, res := range mqttserver.SubResources(filter) {
+		if console.Authorize(r, hook.ActionSub, res) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Module) apiSessions(r *http.Request) (any, error) {
 	srv := m.live.Load()
 	if srv == nil {
 		return nil, console.ErrUnavailable
 	}
+	all := seesAll(r)
+	user, _ := console.Principal(r)
 	out := Sessions{Sessions: []Session{}}
 	for _, si := range srv.Sessions() {
+		if !all && (user.Anonymous() || si.Owner != user.Name) {
+			continue
+		}
 		s := Session{
 			ClientID: si.ClientID, Connected: si.Connected, Addr: si.Addr, Protocol: protocolName(si.Version),
 			Persistent: si.Persistent, CleanSession: !si.Persistent, ExpirySeconds: int64(si.Expiry), Owner: si.Owner,
@@ -113,13 +137,17 @@ func (m *Module) apiSessions(*http.Request) (any, error) {
 	return out, nil
 }
 
-func (m *Module) apiRetained(*http.Request) (any, error) {
+func (m *Module) apiRetained(r *http.Request) (any, error) {
 	srv := m.live.Load()
 	if srv == nil {
 		return nil, console.ErrUnavailable
 	}
+	all := seesAll(r)
 	out := Retained{Messages: []RetainedMessage{}}
 	for _, ri := range srv.Retained() {
+		if !all && !maySubscribe(r, ri.Topic) {
+			continue
+		}
 		rm := RetainedMessage{Topic: ri.Topic, Size: ri.Size, QoS: ri.QoS, Publisher: ri.Publisher}
 		if !ri.ExpireAt.IsZero() {
 			rm.ExpireAt = ri.ExpireAt.UnixMilli()

@@ -5,9 +5,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/karmanmq/karman/engine/acl"
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
 	"github.com/karmanmq/karman/server"
 	"github.com/karmanmq/karman/server/modules/auth"
@@ -138,10 +140,24 @@ func TestAPI(t *testing.T) {
 	}
 }
 
-// TestAPIAuth: with --auth the MQTT operations need a user the ACL lets
-// list the cluster.
+// TestAPIAuth: with --auth the MQTT operations need a user; each user
+// sees the sessions its clients made and the retained messages it may
+// subscribe to, and a super user sees them all.
 func TestAPIAuth(t *testing.T) {
-	addrs := startModules(t, []server.ModuleID{mqttfe.ID, auth.ID}, "--http-addr", "127.0.0.1:0", "--auth", "--auth-init-user", "root", "--auth-init-secret", "rootsecret")
+	data := t.TempDir()
+	a, closer, err := acl.OpenDir(data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"alice", "bob"} {
+		err := a.CreateUser(acl.User{Name: u, Secret: u + "-secret", Type: acl.Normal, Status: acl.Enabled,
+			Policies: []acl.Entry{{Resource: "Topic:" + u, Actions: []string{"Pub", "Sub"}, Decision: acl.Allow}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	closer.Close()
+	addrs := startModules(t, []server.ModuleID{mqttfe.ID, auth.ID}, "--data", data, "--http-addr", "127.0.0.1:0", "--auth", "--auth-init-user", "root", "--auth-init-secret", "rootsecret")
 	api := "http://" + addrs["http"] + "/api/v1/mqtt/"
 	for _, path := range []string{"sessions", "retained"} {
 		var e struct{ Error struct{ Code string } }
@@ -151,9 +167,57 @@ func TestAPIAuth(t *testing.T) {
 		if code := getJSON(t, api+path, &e, "root", "wrong-secret"); code != http.StatusUnauthorized {
 			t.Fatalf("GET %s with a wrong secret: %d, want 401", path, code)
 		}
-		var v map[string]any
-		if code := getJSON(t, api+path, &v, "root", "rootsecret"); code != http.StatusOK {
-			t.Fatalf("GET %s as root: %d %v", path, code, v)
+	}
+
+	// Each user's device keeps a persistent session subscribed to its
+	// commands and retains its state.
+	for _, u := range []string{"alice", "bob"} {
+		c := dialMQTT(t, addrs["mqtt"], &packet.Connect{Version: packet.Version311, ClientID: u + "-dev", KeepAlive: 30,
+			Username: u, Password: []byte(u + "-secret"), UsernameFlag: true, PasswordFlag: true})
+		c.send(&packet.Subscribe{PacketID: 1, Subscriptions: []packet.Subscription{{Filter: u + "/cmd/#", QoS: 1}}})
+		if ack, ok := c.read().(*packet.Suback); !ok || ack.ReasonCodes[0] > 2 {
+			t.Fatalf("%s: SUBACK %+v", u, ack)
+		}
+		c.send(&packet.Publish{PacketID: 2, QoS: 1, Retain: true, Topic: u + "/state", Payload: []byte("online")})
+		if _, ok := c.read().(*packet.Puback); !ok {
+			t.Fatalf("%s: no PUBACK", u)
+		}
+	}
+
+	sees := func(user, secret string) (clients, retained string) {
+		t.Helper()
+		var ss mqttfe.Sessions
+		if code := getJSON(t, api+"sessions", &ss, user, secret); code != http.StatusOK {
+			t.Fatalf("GET sessions as %s: %d", user, code)
+		}
+		var cs []string
+		for _, s := range ss.Sessions {
+			cs = append(cs, s.ClientID+" of "+s.Owner)
+		}
+		var rm mqttfe.Retained
+		if code := getJSON(t, api+"retained", &rm, user, secret); code != http.StatusOK {
+			t.Fatalf("GET retained as %s: %d", user, code)
+		}
+		var ts []string
+		for _, m := range rm.Messages {
+			ts = append(ts, m.Topic)
+		}
+		return strings.Join(cs, ", "), strings.Join(ts, ", ")
+	}
+	for _, tc := range []struct {
+		user, secret      string
+		clients, retained string
+	}{
+		{"alice", "alice-secret", "alice-dev of alice", "alice/state"},
+		{"bob", "bob-secret", "bob-dev of bob", "bob/state"},
+		{"root", "rootsecret", "alice-dev of alice, bob-dev of bob", "alice/state, bob/state"},
+	} {
+		clients, retained := sees(tc.user, tc.secret)
+		if clients != tc.clients {
+			t.Errorf("%s sees sessions %q, want %q", tc.user, clients, tc.clients)
+		}
+		if retained != tc.retained {
+			t.Errorf("%s sees retained messages %q, want %q", tc.user, retained, tc.retained)
 		}
 	}
 }

@@ -9,11 +9,14 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"maps"
 	"math/big"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +28,7 @@ import (
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/remoting/broker"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
+	"github.com/karmanmq/karman/server/console"
 )
 
 // The gRPC front-end against the RocketMQ Node.js client: each test runs
@@ -469,6 +473,46 @@ func TestGRPCPushDeadLetter(t *testing.T) {
 			message.DLQTopic(group), n)
 	}
 	checkDeadLetter(t, k, group, topic, "hopeless", sent[0].ID)
+	checkPopHistory(t, k, group, topic, sent[0].ID)
+}
+
+// checkPopHistory fails the test unless the history the API gives of
+// message id of topic shows, for group, its two pops by the Node.js
+// consumer (attempts 1 and 2), its negative acknowledgement in between,
+// and its dead letter after them.
+func checkPopHistory(t *testing.T, k *karman, group, topic, id string) {
+	t.Helper()
+	resp, err := http.Get("http://" + k.http + "/api/v1/messages/" + url.PathEscape(id) + "/history?topic=" + url.QueryEscape(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h console.History
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, e := range h.Events {
+		if e.Group != group {
+			continue
+		}
+		switch e.Kind {
+		case "pop":
+			if !strings.HasPrefix(e.Client, "grpc ") {
+				t.Errorf("pop without its gRPC consumer: %+v", e)
+			}
+			seen = append(seen, fmt.Sprintf("pop %d", e.Attempt))
+		case "invisible", "dead-letter":
+			seen = append(seen, e.Kind)
+		}
+	}
+	// The consumer may nack the last attempt before the server
+	// dead-letters it: the invisible changes after the second pop are
+	// left out.
+	got := strings.Join(seen, ", ")
+	if want := "pop 1, invisible, pop 2"; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "dead-letter") {
+		t.Errorf("history of %s for %s: %s; want %s, then its dead letter\n%+v", id, group, got, want, h.Events)
+	}
 }
 
 // maxNackDelay bounds how long a message a push consumer's listener failed

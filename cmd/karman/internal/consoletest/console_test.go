@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,6 +64,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.LagInterval = 50 * time.Millisecond // the lag chart has samples before its page opens
 	srv, err := server.New(*opts)
 	if err != nil {
 		t.Fatal(err)
@@ -345,6 +347,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, "main", fmt.Sprintf("lag %d", lag))
 	waitText(t, ctx, "main", "1 dead letters")
+	// The lag chart starts with the server's samples, not the one point
+	// the page took itself.
+	points, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`canvas[aria-label="Lag over the last 10 minutes"]`), "data-points"))
+	if n, _ := strconv.Atoi(points.Value); err != nil || n < 3 {
+		t.Errorf("the lag chart drew %q points on its first load (%v), want the server's samples too", points.Value, err)
+	}
 	screenshot(t, ctx, "group")
 	past := time.Now().Add(-time.Hour).Format("2006-01-02T15:04:05")
 	err = chromedp.Do(ctx,
@@ -384,6 +392,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitText(t, ctx, `tr[data-event="stored"]`, "queue")
 	if s := text(t, ctx, `tr[data-event="pending"]`); !strings.Contains(s, "readers") {
 		t.Errorf("history row %q, want readers' pending consumption", s)
+	}
+	// and the pull that delivered it to readers' consumer, from the
+	// engine's delivery history.
+	if s := text(t, ctx, `tr[data-event="pull"]`); !strings.Contains(s, "readers") || !strings.Contains(s, "by remoting") {
+		t.Errorf("history row %q, want readers' pull", s)
 	}
 	if !strings.Contains(body, `"order":1`) {
 		t.Errorf("message body shown %q", body)

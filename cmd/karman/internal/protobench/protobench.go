@@ -16,12 +16,14 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/karmanmq/karman/bench"
 	grpcbench "github.com/karmanmq/karman/bench/grpc"
 	"github.com/karmanmq/karman/bench/jetstream"
 	"github.com/karmanmq/karman/bench/remoting"
 	"github.com/karmanmq/karman/bench/rocketmq"
+	"github.com/karmanmq/karman/cmd/karman/internal/progress"
 	karmancmd "github.com/karmanmq/karman/cmd/karman/karmancmd"
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/server"
@@ -108,6 +110,7 @@ type protocolBench struct {
 	accessKey   string
 	secretKey   string
 	authUsers   int
+	progress    bool
 }
 
 // Defaults of the credentials of --peer auth.
@@ -163,6 +166,9 @@ sign every remoting request, as RocketMQ's clients with credentials do: for
 a server at --addr with --auth on, or, without --addr, to run the
 in-process Karman with --auth and that user (one policy allowing it all).
 
+On a terminal (or with --progress), a line on stderr shows the system
+being measured and the time elapsed.
+
 The machine and the flags go to stderr. Stdout gets one line per system
 and phase: a table, or JSON with --json:
 
@@ -198,6 +204,7 @@ and phase: a table, or JSON with --json:
 	config.MarkSecret(f, "secret-key")
 	f.IntVar(&b.authUsers, "auth-users", 300, "with --peer auth or --access-key and no --addr: other users, one policy each, the in-process ACL holds")
 	f.BoolVar(&b.json, "json", false, "print JSON lines instead of a table")
+	f.BoolVar(&b.progress, "progress", false, "draw the progress line on stderr even when it is not a terminal")
 	f.StringVar(&b.trace, "trace", "", "write an execution trace of the measured part of the Karman phase to this file")
 	f.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured part of each system's phase to this file (the peer's to this file + \".nats\")")
 	return cmd
@@ -327,7 +334,20 @@ func (b *protocolBench) run(ctx context.Context, cmd *cobra.Command) (err error)
 		}
 		targets = append(targets, bench.Target{System: "nats", Client: "nats.go", Protocol: "nats", Generator: gen})
 	}
-	return bench.Run(ctx, b.mode, b.w, targets, bench.NewPrinter(cmd.OutOrStdout(), b.json))
+	// One system at a time, so that the progress line says which runs.
+	what := "bench " + string(b.mode)
+	bar := progress.Spinner(stderr, what, b.progress)
+	stopSpin := bar.Spin(200 * time.Millisecond)
+	defer bar.Finish()
+	defer stopSpin()
+	out := bench.NewPrinter(bar.ClearBefore(cmd.OutOrStdout()), b.json)
+	for i, t := range targets {
+		bar.Describe(fmt.Sprintf("%s: %s (%d of %d), %d messages", what, t.System, i+1, len(targets), b.w.Count))
+		if err := bench.Run(ctx, b.mode, b.w, []bench.Target{t}, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // peers returns the --peer list.

@@ -200,3 +200,32 @@ func TestBenchMQTTPeer(t *testing.T) {
 		t.Fatal("unknown shape accepted")
 	}
 }
+
+// The progress line goes to stderr only on a terminal or with --progress:
+// a buffer gets none, unless asked; stdout stays the results alone.
+func TestBenchProgressLine(t *testing.T) {
+	useModules(t, namesrvfe.Info, brokerfe.Info)
+	for _, tc := range []struct {
+		flags []string
+		drawn bool
+	}{
+		{nil, false},
+		{[]string{"--progress"}, true},
+	} {
+		root := New("karman-bench")
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetArgs(append([]string{"produce", "--count", "50", "--size", "64", "--json", "--data", t.TempDir()}, tc.flags...))
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v\n%s", tc.flags, err, errOut.String())
+		}
+		if drawn := strings.Contains(errOut.String(), "bench produce: karman (1 of 1), 50 messages"); drawn != tc.drawn {
+			t.Errorf("%v: progress line drawn %v, want %v; stderr:\n%q", tc.flags, drawn, tc.drawn, errOut.String())
+		}
+		var r bench.Result
+		if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &r) != nil || r.Count != 50 {
+			t.Errorf("%v: stdout %q, want one result", tc.flags, out.String())
+		}
+	}
+}
