@@ -2,6 +2,8 @@ package server
 
 import (
 	"time"
+
+	"github.com/karmanmq/karman/engine"
 )
 
 // attach binds connection c to the session of id, taking it over from a
@@ -54,11 +56,23 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 		ss.version, ss.expiry = c.version, expiry
 		wasPersistent := ss.persist.Load()
 		ss.persist.Store(persist)
-		err := ss.saveLocked()
+		var rec engine.StateOp
+		if persist {
+			rec = ss.recordOpLocked()
+		}
 		ss.mu.Unlock()
 		s.mu.Unlock()
 		if stale != nil {
 			s.endSession(stale)
+		}
+		var err error
+		if persist {
+			// The CONNACK promises the session: it is on disk first,
+			// written outside Server.mu so that connections arriving
+			// together share one sync.
+			ss.commitMu.Lock()
+			err = s.st.ApplySync(rec)
+			ss.commitMu.Unlock()
 		}
 		if wasPersistent && !persist {
 			// Kept in memory for this connection only from now on.

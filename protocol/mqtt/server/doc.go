@@ -43,7 +43,11 @@
 // (Stats.DroppedQoS0).
 //
 // Durability: a QoS 1/2 PUBLISH is in the commit log before its
-// PUBACK/PUBREC. Outbound, QoS 1 in flight is kept in memory and a
+// PUBACK/PUBREC. What a CONNACK, SUBACK or UNSUBACK promises is synced to
+// disk before it goes: a persistent session's record, and a SUBSCRIBE's
+// subscriptions with the offsets they start from and the start of a
+// shared group made for them, in one batch per packet (concurrent
+// batches share a sync). Outbound, QoS 1 in flight is kept in memory and a
 // persistent session's offsets are written at most
 // Options.OffsetCommitInterval after they move (at least once: a crash
 // sends the messages since again); QoS 2 state is written at each step.

@@ -196,17 +196,15 @@ func (ss *session) saveLocked() error {
 	if !ss.persist.Load() {
 		return nil
 	}
-	b, _ := json.Marshal(ss.record())
-	ss.stored.Store(true)
-	return ss.s.st.Put(sessKey(ss.id), b)
+	return ss.s.st.Apply(ss.recordOpLocked())
 }
 
-func (ss *session) saveOffsetLocked(sub *subscription) error {
-	ops := ss.appendOffsetOpsLocked(nil, sub)
-	if len(ops) == 0 {
-		return nil
-	}
-	return ss.s.st.Apply(ops...)
+// recordOpLocked returns the write of the session's header, which the
+// caller makes; mu held, the session persists.
+func (ss *session) recordOpLocked() engine.StateOp {
+	b, _ := json.Marshal(ss.record())
+	ss.stored.Store(true)
+	return engine.StateOp{Key: sessKey(ss.id), Value: b}
 }
 
 // appendOffsetOpsLocked appends to ops the write of sub's committed
