@@ -252,38 +252,69 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 	return nil
 }
 
-// deliverMessage sends a message that is in no queue (a retained one)
-// with QoS qos; QoS > 0 is tracked in memory.
-func (c *conn) deliverMessage(m *mapping.Message, qos byte, subID int) {
-	if !m.ExpireAt.IsZero() && !time.Now().Before(m.ExpireAt) {
-		return
-	}
-	p := c.outPublish(m, qos, true, subID)
-	if c.tooLarge(p) {
-		return
-	}
-	if qos > 0 {
-		select {
-		case <-c.credits:
-		default:
-			return // the client has no room: skip it rather than block the reader
+// retainedOut is a retained message for a subscriber, at QoS qos.
+type retainedOut struct {
+	m     *mapping.Message
+	qos   byte
+	subID int
+}
+
+// deliverRetained sends messages that are in no queue (retained ones).
+// QoS > 0 is tracked as in flight; a persistent session stores them,
+// with their content, in one synced write before they go, so that a
+// restart sends again those not acknowledged. A message the client has
+// no room for is skipped rather than the reader blocked.
+func (c *conn) deliverRetained(list []retainedOut) {
+	ss := c.ss
+	persist := ss.persist.Load()
+	var pubs []*packet.Publish
+	var ops []engine.StateOp
+	now := time.Now()
+	for _, r := range list {
+		m := r.m
+		if !m.ExpireAt.IsZero() && !now.Before(m.ExpireAt) {
+			continue
 		}
-		ss := c.ss
-		ss.mu.Lock()
-		pid, ok := ss.allocPID()
-		if !ok {
+		p := c.outPublish(m, r.qos, true, r.subID)
+		if c.tooLarge(p) {
+			continue
+		}
+		if r.qos > 0 {
+			select {
+			case <-c.credits:
+			default:
+				continue
+			}
+			ss.mu.Lock()
+			pid, ok := ss.allocPID()
+			if !ok {
+				ss.mu.Unlock()
+				c.credit()
+				continue
+			}
+			ss.seq++
+			f := &outFlight{pid: pid, seq: ss.seq, qos: r.qos, msg: m, subID: r.subID, offset: -1, stored: persist}
+			ss.out[pid] = f
 			ss.mu.Unlock()
-			c.credit()
+			if persist {
+				ops = append(ops, outOp(ss.id, f))
+			}
+			p.PacketID = pid
+		}
+		pubs = append(pubs, p)
+	}
+	if len(ops) > 0 {
+		if err := c.s.st.ApplySync(ops...); err != nil {
+			c.s.log.Warn("mqtt: store retained messages in flight", "client", ss.id, "err", err)
+		}
+	}
+	for _, p := range pubs {
+		if c.queue(p) != nil {
 			return
 		}
-		ss.seq++
-		ss.out[pid] = &outFlight{pid: pid, seq: ss.seq, qos: qos, msg: m, subID: subID, offset: -1}
-		ss.mu.Unlock()
-		p.PacketID = pid
-	}
-	if c.write(p) == nil {
 		c.s.msgsOut.Add(1)
 	}
+	c.flush()
 }
 
 // resend sends an in-flight message again after a reconnect; false when
@@ -319,7 +350,7 @@ func (c *conn) resend(f *outFlight) bool {
 		}
 		m = mapping.FromRocketMQ(rm)
 	}
-	p := c.outPublish(m, f.qos, false, f.subID)
+	p := c.outPublish(m, f.qos, f.msg != nil, f.subID) // a retained message keeps its flag
 	p.PacketID, p.Dup = f.pid, true
 	return c.write(p) == nil
 }

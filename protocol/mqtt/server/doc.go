@@ -47,10 +47,14 @@
 // disk before it goes: a persistent session's record, and a SUBSCRIBE's
 // subscriptions with the offsets they start from and the start of a
 // shared group made for them, in one batch per packet (concurrent
-// batches share a sync). Outbound, QoS 1 in flight is kept in memory and a
+// batches share a sync); a retained message of QoS 1 or 2 before its
+// PUBACK/PUBREC. Outbound, QoS 1 in flight is kept in memory and a
 // persistent session's offsets are written at most
 // Options.OffsetCommitInterval after they move (at least once: a crash
-// sends the messages since again); QoS 2 state is written at each step.
+// sends the messages since again); QoS 2 state is written at each step;
+// retained messages of QoS 1 or 2 sent to a persistent session at
+// SUBSCRIBE are stored with their content, in one synced write, and sent
+// again after a restart until acknowledged.
 // The reader queues its acknowledgements and writes them before it waits
 // for the client, so a burst of PUBLISH packets is answered in one write.
 //

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
 	"github.com/karmanmq/karman/protocol/mqtt/topic"
 )
@@ -39,6 +41,11 @@ type retainStore struct {
 	s    *Server
 	mu   sync.RWMutex
 	msgs map[string]*mapping.Message
+	// topics orders the writes of one topic's retained message: held,
+	// by the topic's hash, from the change in memory until it is
+	// written, so that the last message in memory is the last on disk
+	// while other topics' writes share their syncs.
+	topics [64]sync.Mutex
 }
 
 func (r *retainStore) load() error {
@@ -54,20 +61,37 @@ func (r *retainStore) load() error {
 }
 
 // set replaces the topic's retained message; an empty payload deletes it.
+// A message of QoS 1 or 2 is on disk when set returns (its PUBACK or
+// PUBREC follows); QoS 0 reaches the disk shortly after.
 func (r *retainStore) set(m *mapping.Message) error {
+	h := fnv.New32a()
+	h.Write([]byte(m.Topic))
+	tl := &r.topics[h.Sum32()%uint32(len(r.topics))]
+	tl.Lock()
+	defer tl.Unlock()
+	op := engine.StateOp{Key: "t/" + m.Topic, Value: mapping.Marshal(m)}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if len(m.Payload) == 0 {
 		if _, ok := r.msgs[m.Topic]; !ok {
+			r.mu.Unlock()
 			return nil
 		}
 		delete(r.msgs, m.Topic)
-		return r.s.st.Delete("t/" + m.Topic)
+		op = engine.StateOp{Key: "t/" + m.Topic, Delete: true}
 	}
-	if err := r.s.st.Put("t/"+m.Topic, mapping.Marshal(m)); err != nil {
+	r.mu.Unlock()
+	apply := r.s.st.Apply
+	if m.QoS > 0 {
+		apply = r.s.st.ApplySync
+	}
+	if err := apply(op); err != nil {
 		return err
 	}
-	r.msgs[m.Topic] = m
+	if !op.Delete {
+		r.mu.Lock()
+		r.msgs[m.Topic] = m
+		r.mu.Unlock()
+	}
 	return nil
 }
 

@@ -153,17 +153,22 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 	for _, sub := range start {
 		c.startSub(sub)
 	}
+	var out []retainedOut
 	for _, r := range sendRetained {
+		o := r.sub.o()
 		for _, m := range s.retained.matching(r.sub.filter) {
-			c.deliverMessage(m, min(m.QoS, r.sub.o().qos), r.sub.o().subID)
+			out = append(out, retainedOut{m, min(m.QoS, o.qos), o.subID})
 		}
 		if strings.HasPrefix(r.sub.filter, "$SYS") {
 			for _, m := range s.sysMessages() {
 				if matchFilter(r.sub.filter, m.Topic) {
-					c.deliverMessage(m, 0, r.sub.o().subID)
+					out = append(out, retainedOut{m, 0, o.subID})
 				}
 			}
 		}
+	}
+	if len(out) > 0 {
+		c.deliverRetained(out)
 	}
 	return true
 }

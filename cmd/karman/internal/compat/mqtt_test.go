@@ -324,18 +324,22 @@ func TestMQTTKill9(t *testing.T) {
 
 // TestMQTTKill9AfterSuback kills the real binary with SIGKILL right
 // after a CONNACK and a SUBACK: what they promised is on disk. After a
-// restart the persistent session that only connected is present, and
-// the subscriptions of the other one — plain, wildcard and shared — get
-// the messages published after the restart.
+// restart the persistent session that only connected is present, the
+// subscriptions of the other one — plain, wildcard and shared — get the
+// messages published after the restart, and a retained QoS 1 message
+// PUBACKed before the kill is retained, with its QoS.
 func TestMQTTKill9AfterSuback(t *testing.T) {
 	dir := t.TempDir()
 	p := startBinary(t, "--data", dir)
 	dialRawMQTT(t, p.mqtt, "only-connected")
+	ret := dialRawMQTT(t, p.mqtt, "retainer")
 	sub := dialRawMQTT(t, p.mqtt, "subscriber")
 	sub.send(&packet.Subscribe{PacketID: 1, Subscriptions: []packet.Subscription{
 		{Filter: "sa/plain", QoS: 1}, {Filter: "sb/+/x", QoS: 1}, {Filter: "$share/g/sc/#", QoS: 1},
 	}})
 	ack := sub.expect(packet.SUBACK).(*packet.Suback)
+	ret.send(&packet.Publish{QoS: 1, Retain: true, PacketID: 1, Topic: "sr/state", Payload: []byte("on")})
+	ret.expect(packet.PUBACK)
 	p.cmd.Process.Kill() // SIGKILL, at once
 	p.cmd.Wait()
 	if len(ack.ReasonCodes) != 3 || ack.ReasonCodes[0] != 1 || ack.ReasonCodes[1] != 1 || ack.ReasonCodes[2] != 1 {
@@ -360,6 +364,13 @@ func TestMQTTKill9AfterSuback(t *testing.T) {
 	in.waitFor(t, "the three messages", func() bool {
 		return in.count("sa/plain=after") == 1 && in.count("sb/1/x=after") == 1 && in.count("sc/deep/er=after") == 1
 	})
+	// The retained message PUBACKed before the kill, with its QoS.
+	chk := dialRawMQTT(t, p2.mqtt, "checker")
+	chk.send(&packet.Subscribe{PacketID: 1, Subscriptions: []packet.Subscription{{Filter: "sr/#", QoS: 2}}})
+	chk.expect(packet.SUBACK)
+	if got := chk.expect(packet.PUBLISH).(*packet.Publish); !got.Retain || got.QoS != 1 || string(got.Payload) != "on" {
+		t.Fatalf("retained after the kill: %+v", got)
+	}
 }
 
 // rawMQTT is a 3.1.1 client on the codec, for exchanges the real clients
