@@ -11,7 +11,9 @@ import (
 // A session is resumed only by its owner, the principal that made it:
 // another one's connection starts a new session, so that it gets no
 // subscriptions or messages the owner was authorized for.
-func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) (*session, bool, error) {
+// The session's record, when it persists, and ops (the connection's
+// will) are synced before attach returns.
+func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32, ops ...engine.StateOp) (*session, bool, error) {
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -56,9 +58,8 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 		ss.version, ss.expiry = c.version, expiry
 		wasPersistent := ss.persist.Load()
 		ss.persist.Store(persist)
-		var rec engine.StateOp
 		if persist {
-			rec = ss.recordOpLocked()
+			ops = append(ops, ss.recordOpLocked())
 		}
 		ss.mu.Unlock()
 		s.mu.Unlock()
@@ -66,12 +67,12 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 			s.endSession(stale)
 		}
 		var err error
-		if persist {
-			// The CONNACK promises the session: it is on disk first,
-			// written outside Server.mu so that connections arriving
-			// together share one sync.
+		if len(ops) > 0 {
+			// The CONNACK promises the session and the will: they are
+			// on disk first, written outside Server.mu so that
+			// connections arriving together share one sync.
 			ss.commitMu.Lock()
-			err = s.st.ApplySync(rec)
+			err = s.st.ApplySync(ops...)
 			ss.commitMu.Unlock()
 		}
 		if wasPersistent && !persist {

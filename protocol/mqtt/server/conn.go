@@ -344,7 +344,11 @@ func (c *conn) connect(cp *packet.Connect) bool {
 		}
 	}
 
-	ss, present, err := s.attach(c, id, cp.CleanStart, persist, expiry)
+	var willOps []engine.StateOp
+	if c.will != nil {
+		willOps = append(willOps, willOp(id, c.will, c.willDelay))
+	}
+	ss, present, err := s.attach(c, id, cp.CleanStart, persist, expiry, willOps...)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			return c.refuse(packet.ServerShuttingDown, "shutting down")
@@ -353,12 +357,6 @@ func (c *conn) connect(cp *packet.Connect) bool {
 		return c.refuse(packet.ServerUnavailable, err.Error())
 	}
 	c.ss = ss
-	if c.will != nil {
-		if err := s.storeWill(id, c.will, c.willDelay); err != nil {
-			s.detach(c)
-			return c.refuse(packet.ServerUnavailable, err.Error())
-		}
-	}
 	ack := &packet.Connack{SessionPresent: present}
 	if v5 {
 		pr := &ack.Properties
@@ -643,8 +641,19 @@ func (c *conn) teardown() {
 	c.pumpWG.Wait()
 	c.s.nConns.Add(-1)
 	if c.stopping.Load() {
-		// The server stops: the will stays stored and is published at
-		// the next start; the session is kept as it is.
+		// The server stops: the connection ends without DISCONNECT, so
+		// a will is due as at any such end [MQTT-3.1.2-8]: published
+		// now when it has no delay or the session ends with the
+		// connection; a delayed one stays stored and runs its delay
+		// from now at the next start. The session is kept as it is.
+		if !c.clean.Load() && c.will != nil {
+			c.ss.mu.Lock()
+			now := c.willDelay == 0 || !c.ss.persist.Load()
+			c.ss.mu.Unlock()
+			if now {
+				c.s.publishWill(c.ss.id)
+			}
+		}
 		c.s.detach(c)
 		return
 	}

@@ -1,10 +1,16 @@
 package server_test
 
 import (
+	"context"
+	"maps"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
+	"github.com/karmanmq/karman/protocol/mqtt/route"
 )
 
 // TestRetainedInFlightAcrossRestart: retained messages of QoS 1 and 2
@@ -86,4 +92,102 @@ func TestRetainedInFlightAcrossRestart(t *testing.T) {
 	if !slices.Equal(qos, []byte{1, 2}) {
 		t.Fatalf("retained messages came with QoS %v, want 1 and 2", qos)
 	}
+}
+
+// TestWillsAtShutdown: a graceful shutdown ends connections without
+// DISCONNECT, so wills are due. A will without delay, and the will of a
+// session that ends with its connection, are in the commit log when
+// Close returns (only the delayed will is left stored); a clean
+// DISCONNECT before leaves no will; the delayed will is published after
+// the restart once what was left of its delay has passed, counted from
+// the shutdown.
+func TestWillsAtShutdown(t *testing.T) {
+	b := startBroker(t, "", nil)
+	watch := func() *raw {
+		w, _ := dialRaw(t, b.addr, packet.Version5, v5connect("watch", false, 600))
+		return w
+	}
+	w := watch()
+	w.subscribe(1, packet.Subscription{Filter: "will/#", QoS: 1})
+
+	will := func(topic string, delay uint32) *packet.Will {
+		wl := &packet.Will{Topic: topic, QoS: 1, Payload: []byte(topic)}
+		wl.Properties.WillDelay = delay
+		return wl
+	}
+	a := v5connect("a", false, 600) // persistent, no delay
+	a.Will = will("will/a", 0)
+	dialRaw(t, b.addr, packet.Version5, a)
+	dialRaw(t, b.addr, packet.Version311, &packet.Connect{ClientID: "b", CleanStart: true, KeepAlive: 30, Will: will("will/b", 0)})
+	cc := v5connect("c", true, 0) // the session ends with the connection: the delay with it
+	cc.Will = will("will/c", 60)
+	dialRaw(t, b.addr, packet.Version5, cc)
+	d := v5connect("d", false, 600) // delayed 2 s
+	d.Will = will("will/d", 2)
+	dialRaw(t, b.addr, packet.Version5, d)
+	e := v5connect("e", true, 0) // disconnects cleanly: no will
+	e.Will = will("will/e", 0)
+	ec, _ := dialRaw(t, b.addr, packet.Version5, e)
+	ec.send(&packet.Disconnect{})
+	ec.closed()
+
+	dir := b.dir
+	stopped := time.Now() // before the connections end
+	b.stop()
+	// The engine alone: what the shutdown left.
+	eng, err := engine.Open(dir, &engine.Options{Router: route.New(), SegmentSize: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	eng.State(route.Namespace).Scan("w/", func(k string, _ []byte) error {
+		stored = append(stored, k)
+		return nil
+	})
+	inLog := map[string]int{}
+	eng.WaitDispatched(context.Background())
+	for q := int32(0); q < 8; q++ {
+		res, err := eng.Pull(context.Background(), "will", q, 0, 64, nil)
+		if err != nil {
+			continue
+		}
+		for _, rec := range res.Records {
+			if m, _, err := message.DecodeStored(rec); err == nil {
+				inLog[string(m.Body)]++
+			}
+		}
+		res.Release()
+	}
+	eng.Close()
+	if !slices.Equal(stored, []string{"w/d"}) {
+		t.Errorf("wills stored after the shutdown: %q, want only w/d", stored)
+	}
+	if want := map[string]int{"will/a": 1, "will/b": 1, "will/c": 1}; !maps.Equal(inLog, want) {
+		t.Errorf("wills in the commit log after the shutdown: %v, want %v", inLog, want)
+	}
+
+	// Time passes while the broker is down; the delay counts it.
+	time.Sleep(1500*time.Millisecond - time.Since(stopped))
+	b.start()
+	restarted := time.Now()
+	w = watch()
+	got := map[string]bool{}
+	for len(got) < 4 {
+		p := w.expect(packet.PUBLISH).(*packet.Publish)
+		got[p.Topic] = true
+		w.send(&packet.Puback{PacketID: p.PacketID})
+		if p.Topic == "will/d" {
+			if since := time.Since(stopped); since < 2*time.Second {
+				t.Errorf("the delayed will came %v after the shutdown, before its 2 s", since)
+			}
+			if since := time.Since(restarted); since > 1900*time.Millisecond {
+				t.Errorf("the delayed will came %v after the restart: its delay ran again from the start", since)
+			}
+		}
+	}
+	if !got["will/a"] || !got["will/b"] || !got["will/c"] || !got["will/d"] {
+		t.Fatalf("wills after the restart: %v", got)
+	}
+	w.send(&packet.Pingreq{})
+	w.expect(packet.PINGRESP) // and not will/e
 }
