@@ -23,7 +23,10 @@
 // and 2; wildcards and shared subscriptions (a member that leaves, or
 // leaves QoS 1 messages unacknowledged for Options.SharedStallTimeout, has them
 // delivered to another); retained messages with retain handling and
-// retain as published; wills, with the 5.0 will delay; topic aliases
+// retain as published; wills, with the 5.0 will delay (stored, synced,
+// with the session at CONNECT; a graceful shutdown publishes those due,
+// and a delayed one keeps what is left of its delay across the
+// restart); topic aliases
 // both ways, message expiry, user properties, content type, payload
 // format, response topic and correlation data, subscription identifiers,
 // No Local, Receive Maximum and Maximum Packet Size both ways, reason
