@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/hook"
@@ -295,6 +296,9 @@ func (c *conn) connect(cp *packet.Connect) bool {
 		c.hookCtx = hook.NewContext(c.ctx, &hook.Client{Protocol: "mqtt", ID: id, Addr: c.addr, Principal: c.principal})
 	}
 	if w := cp.Will; w != nil {
+		if badPayloadFormat(&w.Properties, w.Payload) {
+			return c.refuse(packet.PayloadFormatInvalid, "the will payload is not UTF-8 as its format indicator says")
+		}
 		m := fromPublish(&packet.Publish{QoS: w.QoS, Retain: w.Retain, Topic: w.Topic, Payload: w.Payload, Properties: w.Properties}, id)
 		first, _, err := mapping.Split(w.Topic)
 		if err != nil || strings.HasPrefix(w.Topic, "$") {
@@ -472,6 +476,12 @@ func (c *conn) handle(p packet.Packet) bool {
 	return true
 }
 
+// badPayloadFormat reports whether a payload that its MQTT 5 Payload
+// Format Indicator declares UTF-8 is not.
+func badPayloadFormat(pr *packet.Properties, payload []byte) bool {
+	return pr.Has(packet.PropPayloadFormat) && pr.PayloadFormat == 1 && !utf8.Valid(payload)
+}
+
 // fromPublish returns the application message of a PUBLISH (or will),
 // copying what aliases the read buffer.
 func fromPublish(p *packet.Publish, publisher string) *mapping.Message {
@@ -564,6 +574,16 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 			return false
 		}
 		return c.pubAck(p, packet.TopicNameInvalid, err.Error())
+	}
+	if badPayloadFormat(&p.Properties, p.Payload) {
+		// Checked, as the spec allows: subscribers that trust the
+		// indicator get UTF-8. QoS 0 has no acknowledgement to refuse
+		// with, so the connection ends with the reason.
+		if p.QoS == 0 {
+			c.disconnect(packet.PayloadFormatInvalid, "the payload is not UTF-8 as its format indicator says")
+			return false
+		}
+		return c.pubAck(p, packet.PayloadFormatInvalid, "the payload is not UTF-8 as its format indicator says")
 	}
 	hooks := s.e.Hooks()
 	if len(hooks.Authorizers) > 0 {

@@ -28,7 +28,9 @@
 // and a delayed one keeps what is left of its delay across the
 // restart); topic aliases
 // both ways, message expiry, user properties, content type, payload
-// format, response topic and correlation data, subscription identifiers,
+// format (a payload its indicator declares UTF-8 and that is not is
+// refused: PUBACK/PUBREC 0x99, DISCONNECT 0x99 at QoS 0, CONNACK 0x99 for
+// a will), response topic and correlation data, subscription identifiers,
 // No Local, Receive Maximum and Maximum Packet Size both ways, reason
 // codes and strings; $SYS/broker/... statistics every
 // Options.SysInterval.
