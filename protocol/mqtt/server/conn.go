@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -40,7 +39,8 @@ type conn struct {
 	cancel    context.CancelFunc
 
 	wmu         sync.Mutex
-	wbuf        []byte
+	wbuf        []byte            // packets queued; nil when none (then wbufp too)
+	wbufp       *[]byte           // the pooled buffer wbuf is in
 	aliasOutMax int               // the client's Topic Alias Maximum (v5)
 	aliasesOut  map[string]uint16 // topic → alias given; under wmu
 
@@ -68,9 +68,10 @@ func newConn(s *Server, nc net.Conn) *conn {
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.addr = ap
 	}
-	// A small read buffer: idle connections hold it; larger packets are
-	// read into a buffer of their own.
-	c.dec = packet.NewDecoder(bufio.NewReaderSize(nc, 1024))
+	// A small read buffer, from a pool and given back while the
+	// connection waits (readLoop); larger packets are read into a
+	// buffer of their own.
+	c.dec = packet.NewParkingDecoder(nc, 1024)
 	c.dec.FromClient = true
 	c.dec.Reuse = true // each packet is handled before the next is read
 	c.dec.Reserve = func(n int) (func(), error) {
@@ -116,9 +117,17 @@ func (c *conn) flush() error {
 	return c.flushLocked()
 }
 
+// wbufs pools the write buffers: a connection holds one only from its
+// first queued packet until the flush.
+var wbufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 func (c *conn) appendLocked(p packet.Packet) error {
 	if pub, ok := p.(*packet.Publish); ok && c.aliasOutMax > 0 {
 		c.aliasOut(pub)
+	}
+	if c.wbufp == nil {
+		c.wbufp = wbufs.Get().(*[]byte)
+		c.wbuf = (*c.wbufp)[:0]
 	}
 	b, err := p.AppendTo(c.wbuf, c.version)
 	if err != nil {
@@ -130,6 +139,10 @@ func (c *conn) appendLocked(p packet.Packet) error {
 
 func (c *conn) flushLocked() error {
 	if len(c.wbuf) == 0 {
+		if c.wbufp != nil { // an append that failed
+			wbufs.Put(c.wbufp)
+			c.wbuf, c.wbufp = nil, nil
+		}
 		return nil
 	}
 	timeout := c.s.opts.WriteTimeout
@@ -138,11 +151,11 @@ func (c *conn) flushLocked() error {
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(timeout))
 	_, err := c.nc.Write(c.wbuf)
-	if cap(c.wbuf) > 256<<10 {
-		c.wbuf = nil // a large packet's buffer is not kept
-	} else {
-		c.wbuf = c.wbuf[:0]
+	if cap(c.wbuf) <= 256<<10 { // a large packet's buffer is not kept
+		*c.wbufp = c.wbuf[:0]
+		wbufs.Put(c.wbufp)
 	}
+	c.wbuf, c.wbufp = nil, nil
 	if err != nil {
 		c.nc.Close() // the reader sees it and ends the connection
 		return err
@@ -402,6 +415,9 @@ func (c *conn) readLoop() {
 			if c.keepAlive > 0 {
 				c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
 			}
+			// Nothing buffered: the read buffer goes back to its pool
+			// until the next packet arrives.
+			c.dec.Park()
 		}
 		p, err := c.dec.Read()
 		if err != nil {

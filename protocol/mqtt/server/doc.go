@@ -35,6 +35,12 @@
 // codes and strings; $SYS/broker/... statistics every
 // Options.SysInterval.
 //
+// Memory of a waiting connection: its reader parks the decoder
+// (packet.NewParkingDecoder) before a read that waits, so the 1 KiB read
+// buffer and the packets it decodes into go back to pools, and the wait
+// is an 8-byte read; the write buffer is pooled too and held only from a
+// queued packet to its flush.
+//
 // Bounds: a packet is at most Options.MaxPacketSize, and packets larger
 // than a connection's 1 KiB read buffer hold at most
 // Options.MaxPacketMemory bytes across connections (a connection waits,
