@@ -324,9 +324,13 @@ func (d *Decoder) Park() bool {
 	return true
 }
 
-// unpark waits for the first bytes of the next packet and takes a read
-// buffer.
-func (d *Decoder) unpark() error {
+// Unpark waits, when the decoder is parked, for the first bytes of the
+// next packet and takes a read buffer; the next Read decodes the packet.
+// Read unparks by itself: Unpark lets a caller wait in a shallow frame.
+func (d *Decoder) Unpark() error {
+	if d.r != nil {
+		return nil
+	}
 	for {
 		n, err := d.pre.src.Read(d.pre.b[:])
 		if n > 0 {
@@ -364,10 +368,8 @@ func (d *Decoder) Release() {
 // Read reads and decodes the next packet (see ReadPacket for errors).
 func (d *Decoder) Read() (Packet, error) {
 	d.Release()
-	if d.r == nil {
-		if err := d.unpark(); err != nil {
-			return nil, err
-		}
+	if err := d.Unpark(); err != nil {
+		return nil, err
 	}
 	first, rl, hdrLen, err := readHeader(d.r, d.Version)
 	if err != nil {

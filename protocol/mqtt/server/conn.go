@@ -56,6 +56,7 @@ type conn struct {
 	pumpWG sync.WaitGroup
 
 	problemInfo bool // v5: the client takes reason strings on acknowledgements
+	quiet       bool // the reader's last wait took parkAfter or more; reader only
 
 	clean     atomic.Bool // a DISCONNECT ended it: no will
 	takenOver atomic.Bool
@@ -207,26 +208,76 @@ func (c *conn) shutdown() {
 	<-c.done
 }
 
+// parkAfter is how long a connection's reader must have waited for its
+// last packet to hand the connection, before its next wait, to a fresh
+// goroutine (parked): one that waits less keeps its goroutine and read
+// buffer, saving their exchange on every burst.
+const parkAfter = 20 * time.Millisecond
+
+// serve reads the CONNECT and handles the connection.
 func (c *conn) serve() {
-	defer close(c.done)
-	defer c.dec.Release()
-	defer c.nc.Close()
 	c.nc.SetReadDeadline(time.Now().Add(c.s.opts.ConnectTimeout))
 	p, err := c.dec.Read()
 	if err != nil {
 		c.refuseBadConnect(err)
+		c.end(false)
 		return
 	}
 	cp, ok := p.(*packet.Connect)
 	if !ok {
-		return // not a CONNECT first: close [MQTT-3.1.0-1]
+		c.end(false) // not a CONNECT first: close [MQTT-3.1.0-1]
+		return
 	}
 	c.version = cp.Version
 	if !c.connect(cp) {
+		c.end(false)
 		return
 	}
-	defer c.teardown()
-	c.readLoop()
+	if c.keepAlive == 0 {
+		c.nc.SetReadDeadline(time.Time{})
+	}
+	c.quiet = true // what follows the CONNECT may take a while
+	c.run()
+}
+
+// run handles packets until the connection ends, or until it parks to
+// wait after a quiet spell: then a fresh goroutine waits for it, so that
+// a waiting connection holds a small stack, not the one its packets and
+// the CONNECT grew (a stack does not shrink below 4 KiB while in use).
+func (c *conn) run() {
+	if c.readLoop() {
+		go c.parked()
+		return
+	}
+	c.end(true)
+}
+
+// parked waits, in a shallow frame, for the next packet of a parked
+// connection.
+func (c *conn) parked() {
+	if err := c.dec.Unpark(); err != nil {
+		c.readFailed(err)
+		c.end(true)
+		return
+	}
+	c.quiet = false
+	c.run()
+}
+
+// end closes the connection once its reader is done; connected: the
+// CONNECT was accepted, so the session is let go of (teardown).
+func (c *conn) end(connected bool) {
+	if connected {
+		c.teardown()
+	}
+	c.nc.Close()
+	c.dec.Release()
+	close(c.done)
+	s := c.s
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
 }
 
 // refuseBadConnect answers a CONNECT that did not decode, when the spec
@@ -398,41 +449,52 @@ func (c *conn) connect(cp *packet.Connect) bool {
 	return true
 }
 
-// readLoop handles packets until the connection ends.
-func (c *conn) readLoop() {
-	if c.keepAlive == 0 {
-		c.nc.SetReadDeadline(time.Time{})
-	}
+// readLoop handles packets until the connection ends (false), or until,
+// after a wait of at least parkAfter, it is to wait again with nothing
+// buffered: then it parks the decoder (its buffers go back to their
+// pools) and returns true.
+func (c *conn) readLoop() bool {
 	for {
-		if !c.dec.PacketBuffered() {
+		waits := !c.dec.PacketBuffered()
+		var start time.Time
+		if waits {
 			// The next Read waits for the client: what is queued goes
 			// now, so a burst of PUBLISH packets costs one write of
 			// acknowledgements; and the keep alive runs from here (a
 			// packet in the buffer has arrived already).
 			if c.flush() != nil {
-				return
+				return false
 			}
 			if c.keepAlive > 0 {
 				c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
 			}
-			// Nothing buffered: the read buffer goes back to its pool
-			// until the next packet arrives.
-			c.dec.Park()
+			if c.quiet && c.dec.Park() {
+				return true
+			}
+			start = time.Now()
 		}
 		p, err := c.dec.Read()
 		if err != nil {
-			var pe *packet.Error
-			if errors.As(err, &pe) {
-				c.disconnect(pe.Code, pe.Error())
-			} else if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.takenOver.Load() {
-				c.disconnect(packet.KeepAliveTimeout, "")
-			}
-			return
+			c.readFailed(err)
+			return false
+		}
+		if waits {
+			c.quiet = time.Since(start) >= parkAfter
 		}
 		if !c.handle(p) {
 			c.flush() // the acknowledgements before the end
-			return
+			return false
 		}
+	}
+}
+
+// readFailed answers a read that failed, when there is an answer.
+func (c *conn) readFailed(err error) {
+	var pe *packet.Error
+	if errors.As(err, &pe) {
+		c.disconnect(pe.Code, pe.Error())
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.takenOver.Load() {
+		c.disconnect(packet.KeepAliveTimeout, "")
 	}
 }
 

@@ -35,11 +35,15 @@
 // codes and strings; $SYS/broker/... statistics every
 // Options.SysInterval.
 //
-// Memory of a waiting connection: its reader parks the decoder
-// (packet.NewParkingDecoder) before a read that waits, so the 1 KiB read
-// buffer and the packets it decodes into go back to pools, and the wait
-// is an 8-byte read; the write buffer is pooled too and held only from a
-// queued packet to its flush.
+// Memory of a waiting connection: after the CONNECT, and after any wait
+// of 20 ms or more, the reader parks the decoder (packet.NewParkingDecoder)
+// before it waits again, so the 1 KiB read buffer and the packets it
+// decodes into go back to pools, and hands the connection to a fresh
+// goroutine whose wait is an 8-byte read in a shallow frame: an idle
+// connection holds one goroutine with a 2 KiB stack, not the stack its
+// packets grew. A busy connection keeps its goroutine and buffer. The
+// write buffer is pooled too and held only from a queued packet to its
+// flush.
 //
 // Bounds: a packet is at most Options.MaxPacketSize, and packets larger
 // than a connection's 1 KiB read buffer hold at most
@@ -74,8 +78,9 @@
 // counts) and retained messages, taking each lock briefly; they are not
 // on the message path.
 //
-// Concurrency: each connection has a reader goroutine, which handles
-// every packet it reads, and one goroutine per non-shared subscription
+// Concurrency: each connection has a reader goroutine (one at a time:
+// a parked connection's is a fresh one), which handles every packet it
+// reads, and one goroutine per non-shared subscription
 // that pulls the filter's queue and writes; writes are serialized per
 // connection. Each shared group has one goroutine while it has members.
 // Lock order: Server.mu, then session.commitMu, then session.mu, then

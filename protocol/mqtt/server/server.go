@@ -248,13 +248,7 @@ func (s *Server) ServeConn(nc net.Conn) {
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		c.serve()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}()
+	go c.serve() // c.end undoes the above
 }
 
 // Close stops accepting, disconnects every client (MQTT 5: DISCONNECT
