@@ -57,6 +57,15 @@ type conn struct {
 
 	problemInfo bool // v5: the client takes reason strings on acknowledgements
 	quiet       bool // the reader's last wait took parkAfter or more; reader only
+	timeoutSafe bool // a read that times out loses nothing (TCP, TLS)
+
+	// The reader's batch: state its packets changed and the answers
+	// that promise it, written (synced when one needs it) and then
+	// sent before the reader waits, so that a burst of QoS 2 packets
+	// costs one sync, not one each (commitReader). Reader only.
+	rops  []engine.StateOp
+	rsync bool
+	racks []packet.Packet
 
 	clean     atomic.Bool // a DISCONNECT ended it: no will
 	takenOver atomic.Bool
@@ -73,6 +82,10 @@ func newConn(s *Server, nc net.Conn) *conn {
 	// connection waits (readLoop); larger packets are read into a
 	// buffer of their own.
 	c.dec = packet.NewParkingDecoder(nc, 1024)
+	switch nc.(type) {
+	case *net.TCPConn, *tls.Conn:
+		c.timeoutSafe = true
+	}
 	c.dec.FromClient = true
 	c.dec.Reuse = true // each packet is handled before the next is read
 	c.dec.Reserve = func(n int) (func(), error) {
@@ -213,6 +226,13 @@ func (c *conn) shutdown() {
 // goroutine (parked): one that waits less keeps its goroutine and read
 // buffer, saving their exchange on every burst.
 const parkAfter = 20 * time.Millisecond
+
+// parkGrace is how long a parked reader waits for the next packet in its
+// own goroutine before it hands the connection to a fresh one: a client
+// that publishes right after its CONNECT is answered without a goroutine
+// exchange. Only on streams where a read that times out loses nothing
+// (TCP, TLS).
+const parkGrace = 50 * time.Millisecond
 
 // serve reads the CONNECT and handles the connection.
 func (c *conn) serve() {
@@ -462,19 +482,26 @@ func (c *conn) readLoop() bool {
 			// now, so a burst of PUBLISH packets costs one write of
 			// acknowledgements; and the keep alive runs from here (a
 			// packet in the buffer has arrived already).
-			if c.flush() != nil {
+			if c.commitReader() != nil || c.flush() != nil {
 				return false
 			}
 			if c.keepAlive > 0 {
 				c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
 			}
 			if c.quiet && c.dec.Park() {
-				return true
+				switch ok, err := c.awaitBriefly(); {
+				case err != nil:
+					c.readFailed(err)
+					return false
+				case !ok:
+					return true
+				}
 			}
 			start = time.Now()
 		}
 		p, err := c.dec.Read()
 		if err != nil {
+			c.commitReader() // the state, at least, of what was handled
 			c.readFailed(err)
 			return false
 		}
@@ -482,10 +509,88 @@ func (c *conn) readLoop() bool {
 			c.quiet = time.Since(start) >= parkAfter
 		}
 		if !c.handle(p) {
-			c.flush() // the acknowledgements before the end
+			if c.commitReader() == nil {
+				c.flush() // the acknowledgements before the end
+			}
 			return false
 		}
 	}
+}
+
+// awaitBriefly waits, in this goroutine, up to parkGrace for the first
+// bytes of the next packet of a parked connection; false when none came
+// (the read deadline is the keep alive's again) or the stream does not
+// take a read that times out.
+func (c *conn) awaitBriefly() (bool, error) {
+	if !c.timeoutSafe {
+		return false, nil
+	}
+	var ka time.Time
+	if c.keepAlive > 0 {
+		ka = time.Now().Add(c.keepAlive * 3 / 2)
+	}
+	d := time.Now().Add(parkGrace)
+	if !ka.IsZero() && ka.Before(d) {
+		d = ka
+	}
+	c.nc.SetReadDeadline(d)
+	err := c.dec.Unpark()
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && (ka.IsZero() || time.Now().Before(ka)) {
+		c.nc.SetReadDeadline(ka)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	c.nc.SetReadDeadline(ka)
+	return true, nil
+}
+
+// stage adds state changes to the reader's batch; sync: a promise the
+// batch's answers make rests on them.
+func (c *conn) stage(sync bool, ops ...engine.StateOp) {
+	c.rops = append(c.rops, ops...)
+	c.rsync = c.rsync || sync
+}
+
+// answer adds an acknowledgement to the reader's batch: it goes once the
+// state staged before it is written.
+func (c *conn) answer(p packet.Packet) bool {
+	c.racks = append(c.racks, p)
+	if len(c.racks) >= 256 { // a long burst: do not wait for its end
+		return c.commitReader() == nil
+	}
+	return true
+}
+
+// commitReader writes the reader's staged state, then queues its
+// answers; an error from the store withholds them and ends the
+// connection (the client sends again what they would have answered).
+func (c *conn) commitReader() error {
+	if len(c.rops) > 0 {
+		apply := c.s.st.Apply
+		if c.rsync {
+			apply = c.s.st.ApplySync
+		}
+		err := apply(c.rops...)
+		clear(c.rops)
+		c.rops, c.rsync = c.rops[:0], false
+		if err != nil {
+			c.s.log.Warn("mqtt: store session state", "client", c.ss.id, "err", err)
+			c.racks = c.racks[:0]
+			c.nc.Close()
+			return err
+		}
+	}
+	for i, p := range c.racks {
+		if err := c.queue(p); err != nil {
+			return err
+		}
+		c.racks[i] = nil
+	}
+	c.racks = c.racks[:0]
+	return nil
 }
 
 // readFailed answers a read that failed, when there is an answer.
@@ -498,9 +603,10 @@ func (c *conn) readFailed(err error) {
 	}
 }
 
-// disconnect sends a v5 DISCONNECT with code; v3 connections just close.
+// disconnect sends a v5 DISCONNECT with code, after the reader's
+// batch; v3 connections just close. Reader only.
 func (c *conn) disconnect(code packet.ReasonCode, reason string) {
-	if c.version != packet.Version5 {
+	if c.commitReader() != nil || c.version != packet.Version5 {
 		return
 	}
 	d := &packet.Disconnect{ReasonCode: code}
@@ -594,9 +700,9 @@ func (c *conn) pubAck(p *packet.Publish, code packet.ReasonCode, reason ...strin
 	}
 	switch p.QoS {
 	case 1:
-		return c.queue(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+		return c.answer(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props})
 	case 2:
-		return c.queue(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+		return c.answer(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props})
 	}
 	return true
 }
@@ -633,7 +739,7 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		n := len(c.ss.qos2In)
 		c.ss.mu.Unlock()
 		if dup { // stored already: acknowledge again, store nothing
-			return c.queue(&packet.Pubrec{PacketID: p.PacketID}) == nil
+			return c.answer(&packet.Pubrec{PacketID: p.PacketID})
 		}
 		if n >= s.opts.ReceiveMaximum {
 			c.disconnect(packet.ReceiveMaximumExceeded, "")
@@ -687,10 +793,9 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		persist := c.ss.persist.Load()
 		c.ss.mu.Unlock()
 		if persist {
-			// On disk before PUBREC: a kill -9 must not lose it.
-			if err := s.st.ApplySync(engine.StateOp{Key: pidKey("q", c.ss.id, p.PacketID)}); err != nil {
-				return false // no PUBREC: the client sends it again
-			}
+			// On disk before PUBREC (a kill -9 must not lose it), in
+			// the reader's batch.
+			c.stage(true, engine.StateOp{Key: pidKey("q", c.ss.id, p.PacketID)})
 		}
 	}
 	return c.pubAck(p, packet.Success)
@@ -725,11 +830,9 @@ func (c *conn) handlePubrel(p *packet.Pubrel) bool {
 			code = packet.Success
 		}
 	} else if persist {
-		if err := c.s.st.ApplySync(engine.StateOp{Key: pidKey("q", ss.id, p.PacketID), Delete: true}); err != nil {
-			return false
-		}
+		c.stage(true, engine.StateOp{Key: pidKey("q", ss.id, p.PacketID), Delete: true})
 	}
-	return c.queue(&packet.Pubcomp{PacketID: p.PacketID, ReasonCode: code}) == nil
+	return c.answer(&packet.Pubcomp{PacketID: p.PacketID, ReasonCode: code})
 }
 
 // teardown ends the connection's part in its session.

@@ -61,6 +61,7 @@ func (c *conn) stopSub(raw string) {
 // pump delivers a non-shared subscription's queue to c.
 func (c *conn) pump(ctx context.Context, sub *subscription) {
 	s, ss := c.s, c.ss
+	var batch pumpBatch
 	for ctx.Err() == nil {
 		ss.mu.Lock()
 		off, recoverEnd := sub.next, sub.recoverEnd
@@ -123,11 +124,11 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 			if m.QueueOffset < recoverEnd && c.settled(sub, m.QueueOffset) {
 				continue
 			}
-			if err := c.deliver(ctx, sub, m.QueueOffset, mapping.FromRocketMQ(m)); err != nil {
+			if err := c.deliver(ctx, sub, m.QueueOffset, mapping.FromRocketMQ(m), &batch); err != nil {
 				return
 			}
 		}
-		if c.flush() != nil {
+		if c.commitPump(&batch) != nil || c.flush() != nil {
 			return
 		}
 		ss.mu.Lock()
@@ -183,9 +184,52 @@ func (c *conn) tooLarge(p packet.Packet) bool {
 	return c.clientMaxSize > 0 && p.Size(c.version) > c.clientMaxSize
 }
 
-// deliver sends the message at queue offset off of sub. It returns an
-// error only when ctx ended before it could be sent.
-func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message) error {
+// pumpBatch holds a pump's QoS 2 PUBLISH packets of a persistent session
+// until their records are on disk: one sync for the batch (commit), not
+// one per message. They are held apart from the connection's write
+// buffer, which other goroutines flush; the messages after one of them
+// are held too, to keep their order.
+type pumpBatch struct {
+	ops  []engine.StateOp
+	pubs []*packet.Publish
+}
+
+// commitPump writes the batch's records, synced, then queues its
+// packets.
+func (c *conn) commitPump(b *pumpBatch) error {
+	if len(b.pubs) == 0 {
+		return nil
+	}
+	var err error
+	if len(b.ops) > 0 {
+		err = c.s.st.ApplySync(b.ops...)
+		clear(b.ops)
+		b.ops = b.ops[:0]
+	}
+	if err != nil {
+		// Not sent: a reconnect sends them again from the session.
+		c.s.log.Warn("mqtt: store in-flight messages", "client", c.ss.id, "err", err)
+		clear(b.pubs)
+		b.pubs = b.pubs[:0]
+		c.nc.Close()
+		return err
+	}
+	for i, p := range b.pubs {
+		if err := c.queue(p); err != nil {
+			return err
+		}
+		b.pubs[i] = nil
+		c.s.msgsOut.Add(1)
+	}
+	b.pubs = b.pubs[:0]
+	return nil
+}
+
+// deliver sends the message at queue offset off of sub, or holds it in
+// batch (a stored QoS 2 one; the pump commits the batch before it
+// flushes). It returns an error only when ctx ended before it could be
+// sent.
+func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message, batch *pumpBatch) error {
 	ss := c.ss
 	o := sub.o()
 	if o.noLocal && m.Publisher == ss.id {
@@ -200,6 +244,10 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 		return nil
 	}
 	if qos == 0 {
+		if len(batch.pubs) > 0 { // behind a held one
+			batch.pubs = append(batch.pubs, p)
+			return nil
+		}
 		if err := c.queue(p); err != nil {
 			return err
 		}
@@ -210,6 +258,9 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 	case <-c.credits:
 	default:
 		// Out of slots: what is queued goes now, and the acks come.
+		if err := c.commitPump(batch); err != nil {
+			return err
+		}
 		if err := c.flush(); err != nil {
 			return err
 		}
@@ -241,10 +292,15 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 	sub.addInflight(off)
 	sub.next = max(sub.next, off+1)
 	ss.mu.Unlock()
-	if err := ss.putOut(f); err != nil {
-		c.s.log.Warn("mqtt: store in-flight message", "client", ss.id, "err", err)
-	}
 	p.PacketID = pid
+	if f.stored {
+		// Exactly once: the record is on disk before the PUBLISH goes.
+		batch.ops = append(batch.ops, outOp(ss.id, f))
+	}
+	if len(batch.pubs) > 0 || f.stored {
+		batch.pubs = append(batch.pubs, p)
+		return nil
+	}
 	if err := c.queue(p); err != nil {
 		return err
 	}
@@ -400,15 +456,10 @@ func (ss *session) acked(c *conn, pid uint16) {
 	}
 	c.credit()
 	if len(ops) > 0 {
-		// The message is done and the offset moves past it in one write
-		// (for QoS 2 on disk before the next packet is handled).
-		apply := ss.s.st.Apply
-		if f.qos == 2 {
-			apply = ss.s.st.ApplySync
-		}
-		if err := apply(ops...); err != nil {
-			ss.s.log.Warn("mqtt: store acknowledgement", "client", ss.id, "err", err)
-		}
+		// The message is done and the offset moves past it in one
+		// write, with the reader's batch (for QoS 2 synced before the
+		// reader waits again).
+		c.stage(f.qos == 2, ops...)
 	}
 	if f.group != nil {
 		f.group.done(f.offset)
@@ -438,10 +489,11 @@ func (ss *session) received(c *conn, pid uint16, code packet.ReasonCode) {
 		c.write(rel)
 		return
 	}
-	if err := ss.putOut(f); err != nil {
-		ss.s.log.Warn("mqtt: store in-flight state", "client", ss.id, "err", err)
+	// PUBREL goes once the record says so, with the reader's batch.
+	if ss.persist.Load() && f.stored {
+		c.stage(f.qos == 2 || f.msg != nil, outOp(ss.id, f))
 	}
-	c.queue(pubrel(pid))
+	c.answer(pubrel(pid))
 }
 
 // decodeRecords decodes the stored records of a pull, skipping any that

@@ -38,8 +38,9 @@
 // Memory of a waiting connection: after the CONNECT, and after any wait
 // of 20 ms or more, the reader parks the decoder (packet.NewParkingDecoder)
 // before it waits again, so the 1 KiB read buffer and the packets it
-// decodes into go back to pools, and hands the connection to a fresh
-// goroutine whose wait is an 8-byte read in a shallow frame: an idle
+// decodes into go back to pools, and, when no packet starts within 50 ms
+// (on TCP and TLS; at once on other streams), hands the connection to a
+// fresh goroutine whose wait is an 8-byte read in a shallow frame: an idle
 // connection holds one goroutine with a 2 KiB stack, not the stack its
 // packets grew. A busy connection keeps its goroutine and buffer. The
 // write buffer is pooled too and held only from a queued packet to its
@@ -66,12 +67,18 @@
 // PUBACK/PUBREC. Outbound, QoS 1 in flight is kept in memory and a
 // persistent session's offsets are written at most
 // Options.OffsetCommitInterval after they move (at least once: a crash
-// sends the messages since again); QoS 2 state is written at each step;
-// retained messages of QoS 1 or 2 sent to a persistent session at
+// sends the messages since again); QoS 2 state is synced at each step
+// before the packet that rests on it goes, one sync per batch: a pump
+// holds a pull's QoS 2 PUBLISH packets (and those behind them, to keep
+// their order) until their records are synced together, and the reader
+// holds the PUBREC, PUBREL and PUBCOMP of a burst until the burst's
+// state (inbound ids awaiting PUBREL, outbound PUBREC and PUBCOMP) is
+// synced together, before it waits for the client; retained messages of QoS 1 or 2 sent to a persistent session at
 // SUBSCRIBE are stored with their content, in one synced write, and sent
 // again after a restart until acknowledged.
 // The reader queues its acknowledgements and writes them before it waits
-// for the client, so a burst of PUBLISH packets is answered in one write.
+// for the client (or after 256), so a burst of PUBLISH packets is
+// answered in one write.
 //
 // Sessions and Retained give operators a read-only view of the sessions
 // (connection, protocol, persistence, subscriptions, in-flight and queued
