@@ -841,26 +841,25 @@ func (c *conn) teardown() {
 	c.nc.Close()
 	c.pumpWG.Wait()
 	c.s.nConns.Add(-1)
-	if c.stopping.Load() {
+	switch {
+	case c.clean.Load():
+		// A DISCONNECT ended it, also when the server began to stop
+		// meanwhile: no will.
+		c.s.deleteWill(c.ss.id)
+	case c.will == nil:
+	case c.stopping.Load():
 		// The server stops: the connection ends without DISCONNECT, so
 		// a will is due as at any such end [MQTT-3.1.2-8]: published
 		// now when it has no delay or the session ends with the
 		// connection; a delayed one stays stored and runs its delay
 		// from now at the next start. The session is kept as it is.
-		if !c.clean.Load() && c.will != nil {
-			c.ss.mu.Lock()
-			now := c.willDelay == 0 || !c.ss.persist.Load()
-			c.ss.mu.Unlock()
-			if now {
-				c.s.publishWill(c.ss.id)
-			}
+		c.ss.mu.Lock()
+		now := c.willDelay == 0 || !c.ss.persist.Load()
+		c.ss.mu.Unlock()
+		if now {
+			c.s.publishWill(c.ss.id)
 		}
-		c.s.detach(c)
-		return
-	}
-	if c.clean.Load() {
-		c.s.deleteWill(c.ss.id)
-	} else if c.will != nil {
+	default:
 		c.s.willAtEnd(c)
 	}
 	c.s.detach(c)
