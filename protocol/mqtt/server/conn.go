@@ -632,7 +632,7 @@ func (c *conn) handle(p packet.Packet) bool {
 	case *packet.Unsubscribe:
 		return c.handleUnsubscribe(p)
 	case *packet.Pingreq:
-		return c.write(&packet.Pingresp{}) == nil
+		return c.answer(&packet.Pingresp{}) // after the answers before it
 	case *packet.Disconnect:
 		if c.version == packet.Version5 {
 			if p.Properties.Has(packet.PropSessionExpiry) {

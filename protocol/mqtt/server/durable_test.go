@@ -191,3 +191,51 @@ func TestWillsAtShutdown(t *testing.T) {
 	w.send(&packet.Pingreq{})
 	w.expect(packet.PINGRESP) // and not will/e
 }
+
+// TestQoS2BurstStateBeforeAnswers: the answers of a burst of QoS 2
+// packets from a persistent session come in order, each once the state
+// it promises is stored: at PUBREC the ids awaiting PUBREL are in the
+// store, at PUBCOMP they are gone; a PINGREQ behind them is answered
+// after them.
+func TestQoS2BurstStateBeforeAnswers(t *testing.T) {
+	b := startBroker(t, "", nil)
+	c, _ := dialRaw(t, b.addr, packet.Version311, &packet.Connect{ClientID: "burst", KeepAlive: 30})
+	stored := func(pid byte) bool {
+		_, ok, err := b.e.State(route.Namespace).Get("q/burst\x00\x00" + string([]byte{pid}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	var burst []byte
+	for pid := uint16(1); pid <= 2; pid++ {
+		burst, _ = (&packet.Publish{PacketID: pid, QoS: 2, Topic: "burst/x", Payload: []byte("b")}).AppendTo(burst, packet.Version311)
+	}
+	burst, _ = (&packet.Pingreq{}).AppendTo(burst, packet.Version311)
+	c.nc.Write(burst)
+	for _, want := range []packet.Type{packet.PUBREC, packet.PUBREC, packet.PINGRESP} {
+		if got := c.read(); got.Type() != want {
+			t.Fatalf("got %s, want %s", got.Type(), want)
+		}
+		if want == packet.PUBREC && (!stored(1) || !stored(2)) {
+			t.Fatal("PUBREC before the ids awaiting PUBREL were stored")
+		}
+	}
+	burst = burst[:0]
+	for pid := uint16(1); pid <= 2; pid++ {
+		burst, _ = (&packet.Pubrel{PacketID: pid}).AppendTo(burst, packet.Version311)
+	}
+	burst, _ = (&packet.Pingreq{}).AppendTo(burst, packet.Version311)
+	c.nc.Write(burst)
+	for _, want := range []packet.Type{packet.PUBCOMP, packet.PUBCOMP, packet.PINGRESP} {
+		if got := c.read(); got.Type() != want {
+			t.Fatalf("got %s, want %s", got.Type(), want)
+		}
+		if want == packet.PUBCOMP && (stored(1) || stored(2)) {
+			t.Fatal("PUBCOMP before the ids were deleted")
+		}
+	}
+	if n := storedCount(t, b, "burst", "b"); n != 2 {
+		t.Fatalf("%d messages stored, want 2", n)
+	}
+}

@@ -147,7 +147,7 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 			}
 		}
 	}
-	if c.write(ack) != nil {
+	if c.commitReader() != nil || c.write(ack) != nil { // after the answers before it
 		return false
 	}
 	for _, sub := range start {
@@ -226,5 +226,5 @@ func (c *conn) handleUnsubscribe(p *packet.Unsubscribe) bool {
 			ack.ReasonCodes = append(ack.ReasonCodes, code)
 		}
 	}
-	return c.write(ack) == nil
+	return c.commitReader() == nil && c.write(ack) == nil // after the answers before it
 }
