@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"sync"
 )
 
 // fixedFlags is the required low nibble per type; PUBLISH is checked apart.
@@ -258,6 +259,91 @@ type Decoder struct {
 	Reuse   bool
 	reused  *reused
 	release func()
+
+	// Of a parking decoder (NewParkingDecoder): r is nil while parked.
+	pool *sync.Pool // of *bufio.Reader of the decoder's size
+	pre  prefixed
+}
+
+// prefixed reads the bytes a parked decoder read while it waited, then
+// from src.
+type prefixed struct {
+	b      [8]byte
+	lo, hi int
+	src    io.Reader
+}
+
+func (p *prefixed) Read(b []byte) (int, error) {
+	if p.lo < p.hi {
+		n := copy(b, p.b[p.lo:p.hi])
+		p.lo += n
+		return n, nil
+	}
+	return p.src.Read(b)
+}
+
+var (
+	readerPools sync.Map // read buffer size → *sync.Pool of *bufio.Reader
+	reusedPool  = sync.Pool{New: func() any { return new(reused) }}
+)
+
+// NewParkingDecoder returns a decoder reading from src through a read
+// buffer of size bytes that it takes from a pool shared by the parking
+// decoders of that size, and gives back when it parks (Park). A parked
+// decoder holds no buffer: its next Read waits for the packet's first
+// bytes with a read of at most 8 bytes into an array of its own, then
+// takes a read buffer again. So a connection that waits holds a few
+// bytes, not a buffer. It starts parked.
+func NewParkingDecoder(src io.Reader, size int) *Decoder {
+	v, _ := readerPools.LoadOrStore(size, &sync.Pool{New: func() any { return bufio.NewReaderSize(nil, size) }})
+	return &Decoder{pool: v.(*sync.Pool), pre: prefixed{src: src}}
+}
+
+// Park gives back the buffers of a parking decoder while it waits for
+// the next packet: the read buffer, when nothing is buffered, and the
+// packets Reuse decodes into (the last packet Read returned must be out
+// of use, as for the next Read). It reports whether the decoder is
+// parked; a decoder that is not a parking one never is.
+func (d *Decoder) Park() bool {
+	if d.pool == nil {
+		return false
+	}
+	if d.r != nil && d.r.Buffered() > 0 {
+		return false
+	}
+	d.Release()
+	if d.reused != nil {
+		reusedPool.Put(d.reused)
+		d.reused = nil
+	}
+	if d.r != nil {
+		d.r.Reset(nil)
+		d.pool.Put(d.r)
+		d.r = nil
+	}
+	return true
+}
+
+// Unpark waits, when the decoder is parked, for the first bytes of the
+// next packet and takes a read buffer; the next Read decodes the packet.
+// Read unparks by itself: Unpark lets a caller wait in a shallow frame.
+func (d *Decoder) Unpark() error {
+	if d.r != nil {
+		return nil
+	}
+	for {
+		n, err := d.pre.src.Read(d.pre.b[:])
+		if n > 0 {
+			d.pre.lo, d.pre.hi = 0, n
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	d.r = d.pool.Get().(*bufio.Reader)
+	d.r.Reset(&d.pre)
+	return nil
 }
 
 // NewDecoder returns a decoder reading from r, which it wraps in a
@@ -282,6 +368,9 @@ func (d *Decoder) Release() {
 // Read reads and decodes the next packet (see ReadPacket for errors).
 func (d *Decoder) Read() (Packet, error) {
 	d.Release()
+	if err := d.Unpark(); err != nil {
+		return nil, err
+	}
 	first, rl, hdrLen, err := readHeader(d.r, d.Version)
 	if err != nil {
 		return nil, err
@@ -310,9 +399,9 @@ func (d *Decoder) Read() (Packet, error) {
 		d.buf = body
 	}
 	var ru *reused
-	if d.Reuse {
+	if t := Type(first >> 4); d.Reuse && t >= PUBLISH && t <= PUBCOMP {
 		if d.reused == nil {
-			d.reused = new(reused)
+			d.reused = reusedPool.Get().(*reused)
 		}
 		ru = d.reused
 	}
@@ -379,6 +468,9 @@ func Encode(w io.Writer, p Packet, version byte) error {
 // that the next Read returns without reading from the connection. A
 // server flushes its queued acknowledgements when it is not.
 func (d *Decoder) PacketBuffered() bool {
+	if d.r == nil {
+		return false
+	}
 	n := d.r.Buffered()
 	if n < 2 {
 		return false

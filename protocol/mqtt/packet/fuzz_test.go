@@ -159,3 +159,67 @@ func FuzzDecoderReuse(f *testing.F) {
 		}
 	})
 }
+
+// chunks reads its data in pieces of the sizes a fuzz input gives, so
+// that a parking decoder's small first read and the reads after it
+// split packets anywhere.
+type chunks struct {
+	data  []byte
+	sizes []byte
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := 1
+	if len(c.sizes) > 0 {
+		n = int(c.sizes[0]%16) + 1
+		c.sizes = c.sizes[1:]
+	}
+	n = min(n, len(p), len(c.data))
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// FuzzParkingDecoder: a parking decoder that parks before every read,
+// reading from a stream split at arbitrary points, decodes what a plain
+// decoder does.
+func FuzzParkingDecoder(f *testing.F) {
+	for _, tc := range roundTripCases() {
+		for _, v := range tc.versions {
+			if tc.p.Type() == CONNECT {
+				continue
+			}
+			b, err := tc.p.AppendTo([]byte{map[byte]byte{Version31: 1, Version311: 2, Version5: 3}[v]}, v)
+			if err == nil && len(b) < 4096 {
+				b2, _ := tc.p.AppendTo(b, v)
+				f.Add(b2, []byte{0, 7, 1, 15})
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data, sizes []byte) {
+		if len(data) == 0 {
+			return
+		}
+		version := []byte{0, Version31, Version311, Version5}[data[0]&3]
+		plain := NewDecoder(bufio.NewReaderSize(bytes.NewReader(data[1:]), 64))
+		park := NewParkingDecoder(&chunks{data: data[1:], sizes: sizes}, 64)
+		plain.Version, park.Version, park.Reuse = version, version, true
+		for i := 0; i < 8; i++ {
+			park.Park()
+			p, err := plain.Read()
+			q, err2 := park.Read()
+			if (err == nil) != (err2 == nil) {
+				t.Fatalf("packet %d: error %v plain, %v parking", i, err, err2)
+			}
+			if err != nil {
+				return
+			}
+			if !equalDecoded(p, q) {
+				t.Fatalf("packet %d: %+v plain, %+v parking", i, p, q)
+			}
+		}
+	})
+}

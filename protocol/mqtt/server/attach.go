@@ -3,6 +3,8 @@ package server
 import (
 	"slices"
 	"time"
+
+	"github.com/karmanmq/karman/engine"
 )
 
 // attach binds connection c to the session of id, taking it over from a
@@ -12,8 +14,10 @@ import (
 // subscriptions or messages the owner was authorized for. A session with
 // no owner (saved before authentication was turned on) is taken by the
 // first principal that connects with its client id; resume then checks
-// its subscriptions under that principal.
-func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) (*session, bool, error) {
+// its subscriptions under that principal. The session's record, when it
+// persists, and ops (the connection's will) are synced before attach
+// returns.
+func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32, ops ...engine.StateOp) (*session, bool, error) {
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -58,11 +62,22 @@ func (s *Server) attach(c *conn, id string, clean, persist bool, expiry uint32) 
 		ss.version, ss.expiry = c.version, expiry
 		wasPersistent := ss.persist.Load()
 		ss.persist.Store(persist)
-		err := ss.saveLocked()
+		if persist {
+			ops = append(ops, ss.recordOpLocked())
+		}
 		ss.mu.Unlock()
 		s.mu.Unlock()
 		if stale != nil {
 			s.endSession(stale)
+		}
+		var err error
+		if len(ops) > 0 {
+			// The CONNACK promises the session and the will: they are
+			// on disk first, written outside Server.mu so that
+			// connections arriving together share one sync.
+			ss.commitMu.Lock()
+			err = s.st.ApplySync(ops...)
+			ss.commitMu.Unlock()
 		}
 		if wasPersistent && !persist {
 			// Kept in memory for this connection only from now on.

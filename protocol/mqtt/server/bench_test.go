@@ -42,6 +42,14 @@ func dialBench(b *testing.B, addr string, cp *packet.Connect) *benchConn {
 	return c
 }
 
+func (c *benchConn) flush(b *testing.B) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.w.Flush(); err != nil {
+		b.Error(err)
+	}
+}
+
 func (c *benchConn) write(b *testing.B, p packet.Packet, flush bool) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -154,10 +162,15 @@ func benchPublish(b *testing.B, c *benchConn, topic string, qos byte, payload []
 					got++
 					<-slots
 				case *packet.Pubrec:
-					c.write(b, &packet.Pubrel{PacketID: p.PacketID}, c.r.Buffered() == 0)
+					c.write(b, &packet.Pubrel{PacketID: p.PacketID}, false)
 				case *packet.Pubcomp:
 					got++
 					<-slots
+				}
+				if c.r.Buffered() == 0 {
+					// Before the read waits: a PUBREL written while a
+					// PUBCOMP was still buffered must not stay behind.
+					c.flush(b)
 				}
 			}
 		}()

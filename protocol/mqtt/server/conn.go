@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/hook"
@@ -39,7 +39,8 @@ type conn struct {
 	cancel    context.CancelFunc
 
 	wmu         sync.Mutex
-	wbuf        []byte
+	wbuf        []byte            // packets queued; nil when none (then wbufp too)
+	wbufp       *[]byte           // the pooled buffer wbuf is in
 	aliasOutMax int               // the client's Topic Alias Maximum (v5)
 	aliasesOut  map[string]uint16 // topic → alias given; under wmu
 
@@ -55,6 +56,16 @@ type conn struct {
 	pumpWG sync.WaitGroup
 
 	problemInfo bool // v5: the client takes reason strings on acknowledgements
+	quiet       bool // the reader's last wait took parkAfter or more; reader only
+	timeoutSafe bool // a read that times out loses nothing (TCP, TLS)
+
+	// The reader's batch: state its packets changed and the answers
+	// that promise it, written (synced when one needs it) and then
+	// sent before the reader waits, so that a burst of QoS 2 packets
+	// costs one sync, not one each (commitReader). Reader only.
+	rops  []engine.StateOp
+	rsync bool
+	racks []packet.Packet
 
 	clean     atomic.Bool // a DISCONNECT ended it: no will
 	takenOver atomic.Bool
@@ -69,9 +80,14 @@ func newConn(s *Server, nc net.Conn) *conn {
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.addr = ap
 	}
-	// A small read buffer: idle connections hold it; larger packets are
-	// read into a buffer of their own.
-	c.dec = packet.NewDecoder(bufio.NewReaderSize(nc, 1024))
+	// A small read buffer, from a pool and given back while the
+	// connection waits (readLoop); larger packets are read into a
+	// buffer of their own.
+	c.dec = packet.NewParkingDecoder(nc, 1024)
+	switch nc.(type) {
+	case *net.TCPConn, *tls.Conn:
+		c.timeoutSafe = true
+	}
 	c.dec.FromClient = true
 	c.dec.Reuse = true // each packet is handled before the next is read
 	c.dec.Reserve = func(n int) (func(), error) {
@@ -117,9 +133,17 @@ func (c *conn) flush() error {
 	return c.flushLocked()
 }
 
+// wbufs pools the write buffers: a connection holds one only from its
+// first queued packet until the flush.
+var wbufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 func (c *conn) appendLocked(p packet.Packet) error {
 	if pub, ok := p.(*packet.Publish); ok && c.aliasOutMax > 0 {
 		c.aliasOut(pub)
+	}
+	if c.wbufp == nil {
+		c.wbufp = wbufs.Get().(*[]byte)
+		c.wbuf = (*c.wbufp)[:0]
 	}
 	b, err := p.AppendTo(c.wbuf, c.version)
 	if err != nil {
@@ -131,6 +155,10 @@ func (c *conn) appendLocked(p packet.Packet) error {
 
 func (c *conn) flushLocked() error {
 	if len(c.wbuf) == 0 {
+		if c.wbufp != nil { // an append that failed
+			wbufs.Put(c.wbufp)
+			c.wbuf, c.wbufp = nil, nil
+		}
 		return nil
 	}
 	timeout := c.s.opts.WriteTimeout
@@ -139,11 +167,11 @@ func (c *conn) flushLocked() error {
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(timeout))
 	_, err := c.nc.Write(c.wbuf)
-	if cap(c.wbuf) > 256<<10 {
-		c.wbuf = nil // a large packet's buffer is not kept
-	} else {
-		c.wbuf = c.wbuf[:0]
+	if cap(c.wbuf) <= 256<<10 { // a large packet's buffer is not kept
+		*c.wbufp = c.wbuf[:0]
+		wbufs.Put(c.wbufp)
 	}
+	c.wbuf, c.wbufp = nil, nil
 	if err != nil {
 		c.nc.Close() // the reader sees it and ends the connection
 		return err
@@ -195,26 +223,83 @@ func (c *conn) shutdown() {
 	<-c.done
 }
 
+// parkAfter is how long a connection's reader must have waited for its
+// last packet to hand the connection, before its next wait, to a fresh
+// goroutine (parked): one that waits less keeps its goroutine and read
+// buffer, saving their exchange on every burst.
+const parkAfter = 20 * time.Millisecond
+
+// parkGrace is how long a parked reader waits for the next packet in its
+// own goroutine before it hands the connection to a fresh one: a client
+// that publishes right after its CONNECT is answered without a goroutine
+// exchange. Only on streams where a read that times out loses nothing
+// (TCP, TLS).
+const parkGrace = 50 * time.Millisecond
+
+// serve reads the CONNECT and handles the connection.
 func (c *conn) serve() {
-	defer close(c.done)
-	defer c.dec.Release()
-	defer c.nc.Close()
 	c.nc.SetReadDeadline(time.Now().Add(c.s.opts.ConnectTimeout))
 	p, err := c.dec.Read()
 	if err != nil {
 		c.refuseBadConnect(err)
+		c.end(false)
 		return
 	}
 	cp, ok := p.(*packet.Connect)
 	if !ok {
-		return // not a CONNECT first: close [MQTT-3.1.0-1]
+		c.end(false) // not a CONNECT first: close [MQTT-3.1.0-1]
+		return
 	}
 	c.version = cp.Version
 	if !c.connect(cp) {
+		c.end(false)
 		return
 	}
-	defer c.teardown()
-	c.readLoop()
+	if c.keepAlive == 0 {
+		c.nc.SetReadDeadline(time.Time{})
+	}
+	c.quiet = true // what follows the CONNECT may take a while
+	c.run()
+}
+
+// run handles packets until the connection ends, or until it parks to
+// wait after a quiet spell: then a fresh goroutine waits for it, so that
+// a waiting connection holds a small stack, not the one its packets and
+// the CONNECT grew (a stack does not shrink below 4 KiB while in use).
+func (c *conn) run() {
+	if c.readLoop() {
+		go c.parked()
+		return
+	}
+	c.end(true)
+}
+
+// parked waits, in a shallow frame, for the next packet of a parked
+// connection.
+func (c *conn) parked() {
+	if err := c.dec.Unpark(); err != nil {
+		c.readFailed(err)
+		c.end(true)
+		return
+	}
+	c.quiet = false
+	c.run()
+}
+
+// end closes the connection once its reader is done; connected: the
+// CONNECT was accepted, so the session is let go of (teardown).
+func (c *conn) end(connected bool) {
+	if connected {
+		c.teardown()
+	}
+	c.nc.Close()
+	c.dec.Release()
+	close(c.done)
+	s := c.s
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
 }
 
 // refuseBadConnect answers a CONNECT that did not decode, when the spec
@@ -297,6 +382,9 @@ func (c *conn) connect(cp *packet.Connect) bool {
 		c.hookCtx = hook.NewContext(c.ctx, &hook.Client{Protocol: "mqtt", ID: id, Addr: c.addr, Principal: c.principal})
 	}
 	if w := cp.Will; w != nil {
+		if badPayloadFormat(&w.Properties, w.Payload) {
+			return c.refuse(packet.PayloadFormatInvalid, "the will payload is not UTF-8 as its format indicator says")
+		}
 		m := fromPublish(&packet.Publish{QoS: w.QoS, Retain: w.Retain, Topic: w.Topic, Payload: w.Payload, Properties: w.Properties}, id)
 		first, _, err := mapping.Split(w.Topic)
 		if err != nil || strings.HasPrefix(w.Topic, "$") {
@@ -346,7 +434,11 @@ func (c *conn) connect(cp *packet.Connect) bool {
 		}
 	}
 
-	ss, present, err := s.attach(c, id, cp.CleanStart, persist, expiry)
+	var willOps []engine.StateOp
+	if c.will != nil {
+		willOps = append(willOps, willOp(id, c.will, c.willDelay))
+	}
+	ss, present, err := s.attach(c, id, cp.CleanStart, persist, expiry, willOps...)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			return c.refuse(packet.ServerShuttingDown, "shutting down")
@@ -355,12 +447,6 @@ func (c *conn) connect(cp *packet.Connect) bool {
 		return c.refuse(packet.ServerUnavailable, err.Error())
 	}
 	c.ss = ss
-	if c.will != nil {
-		if err := s.storeWill(id, c.will, c.willDelay); err != nil {
-			s.detach(c)
-			return c.refuse(packet.ServerUnavailable, err.Error())
-		}
-	}
 	ack := &packet.Connack{SessionPresent: present}
 	if v5 {
 		pr := &ack.Properties
@@ -386,44 +472,144 @@ func (c *conn) connect(cp *packet.Connect) bool {
 	return true
 }
 
-// readLoop handles packets until the connection ends.
-func (c *conn) readLoop() {
-	if c.keepAlive == 0 {
-		c.nc.SetReadDeadline(time.Time{})
-	}
+// readLoop handles packets until the connection ends (false), or until,
+// after a wait of at least parkAfter, it is to wait again with nothing
+// buffered: then it parks the decoder (its buffers go back to their
+// pools) and returns true.
+func (c *conn) readLoop() bool {
 	for {
-		if !c.dec.PacketBuffered() {
+		waits := !c.dec.PacketBuffered()
+		var start time.Time
+		if waits {
 			// The next Read waits for the client: what is queued goes
 			// now, so a burst of PUBLISH packets costs one write of
 			// acknowledgements; and the keep alive runs from here (a
 			// packet in the buffer has arrived already).
-			if c.flush() != nil {
-				return
+			if c.commitReader() != nil || c.flush() != nil {
+				return false
 			}
 			if c.keepAlive > 0 {
 				c.nc.SetReadDeadline(time.Now().Add(c.keepAlive * 3 / 2))
 			}
+			if c.quiet && c.dec.Park() {
+				switch ok, err := c.awaitBriefly(); {
+				case err != nil:
+					c.readFailed(err)
+					return false
+				case !ok:
+					return true
+				}
+			}
+			start = time.Now()
 		}
 		p, err := c.dec.Read()
 		if err != nil {
-			var pe *packet.Error
-			if errors.As(err, &pe) {
-				c.disconnect(pe.Code, pe.Error())
-			} else if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.takenOver.Load() && !c.revoked.Load() {
-				c.disconnect(packet.KeepAliveTimeout, "")
-			}
-			return
+			c.commitReader() // the state, at least, of what was handled
+			c.readFailed(err)
+			return false
+		}
+		if waits {
+			c.quiet = time.Since(start) >= parkAfter
 		}
 		if !c.handle(p) {
-			c.flush() // the acknowledgements before the end
-			return
+			if c.commitReader() == nil {
+				c.flush() // the acknowledgements before the end
+			}
+			return false
 		}
 	}
 }
 
-// disconnect sends a v5 DISCONNECT with code; v3 connections just close.
+// awaitBriefly waits, in this goroutine, up to parkGrace for the first
+// bytes of the next packet of a parked connection; false when none came
+// (the read deadline is the keep alive's again) or the stream does not
+// take a read that times out.
+func (c *conn) awaitBriefly() (bool, error) {
+	if !c.timeoutSafe {
+		return false, nil
+	}
+	var ka time.Time
+	if c.keepAlive > 0 {
+		ka = time.Now().Add(c.keepAlive * 3 / 2)
+	}
+	d := time.Now().Add(parkGrace)
+	if !ka.IsZero() && ka.Before(d) {
+		d = ka
+	}
+	c.nc.SetReadDeadline(d)
+	err := c.dec.Unpark()
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && (ka.IsZero() || time.Now().Before(ka)) {
+		c.nc.SetReadDeadline(ka)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	c.nc.SetReadDeadline(ka)
+	return true, nil
+}
+
+// stage adds state changes to the reader's batch; sync: a promise the
+// batch's answers make rests on them.
+func (c *conn) stage(sync bool, ops ...engine.StateOp) {
+	c.rops = append(c.rops, ops...)
+	c.rsync = c.rsync || sync
+}
+
+// answer adds an acknowledgement to the reader's batch: it goes once the
+// state staged before it is written.
+func (c *conn) answer(p packet.Packet) bool {
+	c.racks = append(c.racks, p)
+	if len(c.racks) >= 256 { // a long burst: do not wait for its end
+		return c.commitReader() == nil
+	}
+	return true
+}
+
+// commitReader writes the reader's staged state, then queues its
+// answers; an error from the store withholds them and ends the
+// connection (the client sends again what they would have answered).
+func (c *conn) commitReader() error {
+	if len(c.rops) > 0 {
+		apply := c.s.st.Apply
+		if c.rsync {
+			apply = c.s.st.ApplySync
+		}
+		err := apply(c.rops...)
+		clear(c.rops)
+		c.rops, c.rsync = c.rops[:0], false
+		if err != nil {
+			c.s.log.Warn("mqtt: store session state", "client", c.ss.id, "err", err)
+			c.racks = c.racks[:0]
+			c.nc.Close()
+			return err
+		}
+	}
+	for i, p := range c.racks {
+		if err := c.queue(p); err != nil {
+			return err
+		}
+		c.racks[i] = nil
+	}
+	c.racks = c.racks[:0]
+	return nil
+}
+
+// readFailed answers a read that failed, when there is an answer.
+func (c *conn) readFailed(err error) {
+	var pe *packet.Error
+	if errors.As(err, &pe) {
+		c.disconnect(pe.Code, pe.Error())
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() && !c.takenOver.Load() && !c.revoked.Load() {
+		c.disconnect(packet.KeepAliveTimeout, "")
+	}
+}
+
+// disconnect sends a v5 DISCONNECT with code, after the reader's
+// batch; v3 connections just close. Reader only.
 func (c *conn) disconnect(code packet.ReasonCode, reason string) {
-	if c.version != packet.Version5 {
+	if c.commitReader() != nil || c.version != packet.Version5 {
 		return
 	}
 	d := &packet.Disconnect{ReasonCode: code}
@@ -449,7 +635,7 @@ func (c *conn) handle(p packet.Packet) bool {
 	case *packet.Unsubscribe:
 		return c.handleUnsubscribe(p)
 	case *packet.Pingreq:
-		return c.write(&packet.Pingresp{}) == nil
+		return c.answer(&packet.Pingresp{}) // after the answers before it
 	case *packet.Disconnect:
 		if c.version == packet.Version5 {
 			if p.Properties.Has(packet.PropSessionExpiry) {
@@ -475,6 +661,12 @@ func (c *conn) handle(p packet.Packet) bool {
 		return false
 	}
 	return true
+}
+
+// badPayloadFormat reports whether a payload that its MQTT 5 Payload
+// Format Indicator declares UTF-8 is not.
+func badPayloadFormat(pr *packet.Properties, payload []byte) bool {
+	return pr.Has(packet.PropPayloadFormat) && pr.PayloadFormat == 1 && !utf8.Valid(payload)
 }
 
 // fromPublish returns the application message of a PUBLISH (or will),
@@ -511,9 +703,9 @@ func (c *conn) pubAck(p *packet.Publish, code packet.ReasonCode, reason ...strin
 	}
 	switch p.QoS {
 	case 1:
-		return c.queue(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+		return c.answer(&packet.Puback{PacketID: p.PacketID, ReasonCode: code, Properties: props})
 	case 2:
-		return c.queue(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props}) == nil
+		return c.answer(&packet.Pubrec{PacketID: p.PacketID, ReasonCode: code, Properties: props})
 	}
 	return true
 }
@@ -550,7 +742,7 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		n := len(c.ss.qos2In)
 		c.ss.mu.Unlock()
 		if dup { // stored already: acknowledge again, store nothing
-			return c.queue(&packet.Pubrec{PacketID: p.PacketID}) == nil
+			return c.answer(&packet.Pubrec{PacketID: p.PacketID})
 		}
 		if n >= s.opts.ReceiveMaximum {
 			c.disconnect(packet.ReceiveMaximumExceeded, "")
@@ -569,6 +761,16 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 			return false
 		}
 		return c.pubAck(p, packet.TopicNameInvalid, err.Error())
+	}
+	if badPayloadFormat(&p.Properties, p.Payload) {
+		// Checked, as the spec allows: subscribers that trust the
+		// indicator get UTF-8. QoS 0 has no acknowledgement to refuse
+		// with, so the connection ends with the reason.
+		if p.QoS == 0 {
+			c.disconnect(packet.PayloadFormatInvalid, "the payload is not UTF-8 as its format indicator says")
+			return false
+		}
+		return c.pubAck(p, packet.PayloadFormatInvalid, "the payload is not UTF-8 as its format indicator says")
 	}
 	hooks := s.e.Hooks()
 	if len(hooks.Authorizers) > 0 {
@@ -594,10 +796,9 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		persist := c.ss.persist.Load()
 		c.ss.mu.Unlock()
 		if persist {
-			// On disk before PUBREC: a kill -9 must not lose it.
-			if err := s.st.ApplySync(engine.StateOp{Key: pidKey("q", c.ss.id, p.PacketID)}); err != nil {
-				return false // no PUBREC: the client sends it again
-			}
+			// On disk before PUBREC (a kill -9 must not lose it), in
+			// the reader's batch.
+			c.stage(true, engine.StateOp{Key: pidKey("q", c.ss.id, p.PacketID)})
 		}
 	}
 	return c.pubAck(p, packet.Success)
@@ -632,11 +833,9 @@ func (c *conn) handlePubrel(p *packet.Pubrel) bool {
 			code = packet.Success
 		}
 	} else if persist {
-		if err := c.s.st.ApplySync(engine.StateOp{Key: pidKey("q", ss.id, p.PacketID), Delete: true}); err != nil {
-			return false
-		}
+		c.stage(true, engine.StateOp{Key: pidKey("q", ss.id, p.PacketID), Delete: true})
 	}
-	return c.queue(&packet.Pubcomp{PacketID: p.PacketID, ReasonCode: code}) == nil
+	return c.answer(&packet.Pubcomp{PacketID: p.PacketID, ReasonCode: code})
 }
 
 // teardown ends the connection's part in its session.
@@ -645,15 +844,25 @@ func (c *conn) teardown() {
 	c.nc.Close()
 	c.pumpWG.Wait()
 	c.s.nConns.Add(-1)
-	if c.stopping.Load() {
-		// The server stops: the will stays stored and is published at
-		// the next start; the session is kept as it is.
-		c.s.detach(c)
-		return
-	}
-	if c.clean.Load() {
+	switch {
+	case c.clean.Load():
+		// A DISCONNECT ended it, also when the server began to stop
+		// meanwhile: no will.
 		c.s.deleteWill(c.ss.id)
-	} else if c.will != nil {
+	case c.will == nil:
+	case c.stopping.Load():
+		// The server stops: the connection ends without DISCONNECT, so
+		// a will is due as at any such end [MQTT-3.1.2-8]: published
+		// now when it has no delay or the session ends with the
+		// connection; a delayed one stays stored and runs its delay
+		// from now at the next start. The session is kept as it is.
+		c.ss.mu.Lock()
+		now := c.willDelay == 0 || !c.ss.persist.Load()
+		c.ss.mu.Unlock()
+		if now {
+			c.s.publishWill(c.ss.id)
+		}
+	default:
 		c.s.willAtEnd(c)
 	}
 	c.s.detach(c)

@@ -61,6 +61,7 @@ func (c *conn) stopSub(raw string) {
 // pump delivers a non-shared subscription's queue to c.
 func (c *conn) pump(ctx context.Context, sub *subscription) {
 	s, ss := c.s, c.ss
+	var batch pumpBatch
 	for ctx.Err() == nil {
 		ss.mu.Lock()
 		off, recoverEnd := sub.next, sub.recoverEnd
@@ -123,11 +124,11 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 			if m.QueueOffset < recoverEnd && c.settled(sub, m.QueueOffset) {
 				continue
 			}
-			if err := c.deliver(ctx, sub, m.QueueOffset, mapping.FromRocketMQ(m)); err != nil {
+			if err := c.deliver(ctx, sub, m.QueueOffset, mapping.FromRocketMQ(m), &batch); err != nil {
 				return
 			}
 		}
-		if c.flush() != nil {
+		if c.commitPump(&batch) != nil || c.flush() != nil {
 			return
 		}
 		ss.mu.Lock()
@@ -183,9 +184,52 @@ func (c *conn) tooLarge(p packet.Packet) bool {
 	return c.clientMaxSize > 0 && p.Size(c.version) > c.clientMaxSize
 }
 
-// deliver sends the message at queue offset off of sub. It returns an
-// error only when ctx ended before it could be sent.
-func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message) error {
+// pumpBatch holds a pump's QoS 2 PUBLISH packets of a persistent session
+// until their records are on disk: one sync for the batch (commit), not
+// one per message. They are held apart from the connection's write
+// buffer, which other goroutines flush; the messages after one of them
+// are held too, to keep their order.
+type pumpBatch struct {
+	ops  []engine.StateOp
+	pubs []*packet.Publish
+}
+
+// commitPump writes the batch's records, synced, then queues its
+// packets.
+func (c *conn) commitPump(b *pumpBatch) error {
+	if len(b.pubs) == 0 {
+		return nil
+	}
+	var err error
+	if len(b.ops) > 0 {
+		err = c.s.st.ApplySync(b.ops...)
+		clear(b.ops)
+		b.ops = b.ops[:0]
+	}
+	if err != nil {
+		// Not sent: a reconnect sends them again from the session.
+		c.s.log.Warn("mqtt: store in-flight messages", "client", c.ss.id, "err", err)
+		clear(b.pubs)
+		b.pubs = b.pubs[:0]
+		c.nc.Close()
+		return err
+	}
+	for i, p := range b.pubs {
+		if err := c.queue(p); err != nil {
+			return err
+		}
+		b.pubs[i] = nil
+		c.s.msgsOut.Add(1)
+	}
+	b.pubs = b.pubs[:0]
+	return nil
+}
+
+// deliver sends the message at queue offset off of sub, or holds it in
+// batch (a stored QoS 2 one; the pump commits the batch before it
+// flushes). It returns an error only when ctx ended before it could be
+// sent.
+func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message, batch *pumpBatch) error {
 	ss := c.ss
 	o := sub.o()
 	if o.noLocal && m.Publisher == ss.id {
@@ -200,6 +244,10 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 		return nil
 	}
 	if qos == 0 {
+		if len(batch.pubs) > 0 { // behind a held one
+			batch.pubs = append(batch.pubs, p)
+			return nil
+		}
 		if err := c.queue(p); err != nil {
 			return err
 		}
@@ -210,6 +258,9 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 	case <-c.credits:
 	default:
 		// Out of slots: what is queued goes now, and the acks come.
+		if err := c.commitPump(batch); err != nil {
+			return err
+		}
 		if err := c.flush(); err != nil {
 			return err
 		}
@@ -241,10 +292,15 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 	sub.addInflight(off)
 	sub.next = max(sub.next, off+1)
 	ss.mu.Unlock()
-	if err := ss.putOut(f); err != nil {
-		c.s.log.Warn("mqtt: store in-flight message", "client", ss.id, "err", err)
-	}
 	p.PacketID = pid
+	if f.stored {
+		// Exactly once: the record is on disk before the PUBLISH goes.
+		batch.ops = append(batch.ops, outOp(ss.id, f))
+	}
+	if len(batch.pubs) > 0 || f.stored {
+		batch.pubs = append(batch.pubs, p)
+		return nil
+	}
 	if err := c.queue(p); err != nil {
 		return err
 	}
@@ -252,38 +308,69 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 	return nil
 }
 
-// deliverMessage sends a message that is in no queue (a retained one)
-// with QoS qos; QoS > 0 is tracked in memory.
-func (c *conn) deliverMessage(m *mapping.Message, qos byte, subID int) {
-	if !m.ExpireAt.IsZero() && !time.Now().Before(m.ExpireAt) {
-		return
-	}
-	p := c.outPublish(m, qos, true, subID)
-	if c.tooLarge(p) {
-		return
-	}
-	if qos > 0 {
-		select {
-		case <-c.credits:
-		default:
-			return // the client has no room: skip it rather than block the reader
+// retainedOut is a retained message for a subscriber, at QoS qos.
+type retainedOut struct {
+	m     *mapping.Message
+	qos   byte
+	subID int
+}
+
+// deliverRetained sends messages that are in no queue (retained ones).
+// QoS > 0 is tracked as in flight; a persistent session stores them,
+// with their content, in one synced write before they go, so that a
+// restart sends again those not acknowledged. A message the client has
+// no room for is skipped rather than the reader blocked.
+func (c *conn) deliverRetained(list []retainedOut) {
+	ss := c.ss
+	persist := ss.persist.Load()
+	var pubs []*packet.Publish
+	var ops []engine.StateOp
+	now := time.Now()
+	for _, r := range list {
+		m := r.m
+		if !m.ExpireAt.IsZero() && !now.Before(m.ExpireAt) {
+			continue
 		}
-		ss := c.ss
-		ss.mu.Lock()
-		pid, ok := ss.allocPID()
-		if !ok {
+		p := c.outPublish(m, r.qos, true, r.subID)
+		if c.tooLarge(p) {
+			continue
+		}
+		if r.qos > 0 {
+			select {
+			case <-c.credits:
+			default:
+				continue
+			}
+			ss.mu.Lock()
+			pid, ok := ss.allocPID()
+			if !ok {
+				ss.mu.Unlock()
+				c.credit()
+				continue
+			}
+			ss.seq++
+			f := &outFlight{pid: pid, seq: ss.seq, qos: r.qos, msg: m, subID: r.subID, offset: -1, stored: persist}
+			ss.out[pid] = f
 			ss.mu.Unlock()
-			c.credit()
+			if persist {
+				ops = append(ops, outOp(ss.id, f))
+			}
+			p.PacketID = pid
+		}
+		pubs = append(pubs, p)
+	}
+	if len(ops) > 0 {
+		if err := c.s.st.ApplySync(ops...); err != nil {
+			c.s.log.Warn("mqtt: store retained messages in flight", "client", ss.id, "err", err)
+		}
+	}
+	for _, p := range pubs {
+		if c.queue(p) != nil {
 			return
 		}
-		ss.seq++
-		ss.out[pid] = &outFlight{pid: pid, seq: ss.seq, qos: qos, msg: m, subID: subID, offset: -1}
-		ss.mu.Unlock()
-		p.PacketID = pid
-	}
-	if c.write(p) == nil {
 		c.s.msgsOut.Add(1)
 	}
+	c.flush()
 }
 
 // resend sends an in-flight message again after a reconnect; false when
@@ -319,7 +406,7 @@ func (c *conn) resend(f *outFlight) bool {
 		}
 		m = mapping.FromRocketMQ(rm)
 	}
-	p := c.outPublish(m, f.qos, false, f.subID)
+	p := c.outPublish(m, f.qos, f.msg != nil, f.subID) // a retained message keeps its flag
 	p.PacketID, p.Dup = f.pid, true
 	return c.write(p) == nil
 }
@@ -369,15 +456,10 @@ func (ss *session) acked(c *conn, pid uint16) {
 	}
 	c.credit()
 	if len(ops) > 0 {
-		// The message is done and the offset moves past it in one write
-		// (for QoS 2 on disk before the next packet is handled).
-		apply := ss.s.st.Apply
-		if f.qos == 2 {
-			apply = ss.s.st.ApplySync
-		}
-		if err := apply(ops...); err != nil {
-			ss.s.log.Warn("mqtt: store acknowledgement", "client", ss.id, "err", err)
-		}
+		// The message is done and the offset moves past it in one
+		// write, with the reader's batch (for QoS 2 synced before the
+		// reader waits again).
+		c.stage(f.qos == 2, ops...)
 	}
 	if f.group != nil {
 		f.group.done(f.offset)
@@ -407,10 +489,11 @@ func (ss *session) received(c *conn, pid uint16, code packet.ReasonCode) {
 		c.write(rel)
 		return
 	}
-	if err := ss.putOut(f); err != nil {
-		ss.s.log.Warn("mqtt: store in-flight state", "client", ss.id, "err", err)
+	// PUBREL goes once the record says so, with the reader's batch.
+	if ss.persist.Load() && f.stored {
+		c.stage(f.qos == 2 || f.msg != nil, outOp(ss.id, f))
 	}
-	c.queue(pubrel(pid))
+	c.answer(pubrel(pid))
 }
 
 // decodeRecords decodes the stored records of a pull, skipping any that

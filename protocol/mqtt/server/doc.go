@@ -33,12 +33,28 @@
 // and 2; wildcards and shared subscriptions (a member that leaves, or
 // leaves QoS 1 messages unacknowledged for Options.SharedStallTimeout, has them
 // delivered to another); retained messages with retain handling and
-// retain as published; wills, with the 5.0 will delay; topic aliases
+// retain as published; wills, with the 5.0 will delay (stored, synced,
+// with the session at CONNECT; a graceful shutdown publishes those due,
+// and a delayed one keeps what is left of its delay across the
+// restart); topic aliases
 // both ways, message expiry, user properties, content type, payload
-// format, response topic and correlation data, subscription identifiers,
+// format (a payload its indicator declares UTF-8 and that is not is
+// refused: PUBACK/PUBREC 0x99, DISCONNECT 0x99 at QoS 0, CONNACK 0x99 for
+// a will), response topic and correlation data, subscription identifiers,
 // No Local, Receive Maximum and Maximum Packet Size both ways, reason
 // codes and strings; $SYS/broker/... statistics every
 // Options.SysInterval.
+//
+// Memory of a waiting connection: after the CONNECT, and after any wait
+// of 20 ms or more, the reader parks the decoder (packet.NewParkingDecoder)
+// before it waits again, so the 1 KiB read buffer and the packets it
+// decodes into go back to pools, and, when no packet starts within 50 ms
+// (on TCP and TLS; at once on other streams), hands the connection to a
+// fresh goroutine whose wait is an 8-byte read in a shallow frame: an idle
+// connection holds one goroutine with a 2 KiB stack, not the stack its
+// packets grew. A busy connection keeps its goroutine and buffer. The
+// write buffer is pooled too and held only from a queued packet to its
+// flush.
 //
 // Bounds: a packet is at most Options.MaxPacketSize, and packets larger
 // than a connection's 1 KiB read buffer hold at most
@@ -53,20 +69,35 @@
 // (Stats.DroppedQoS0).
 //
 // Durability: a QoS 1/2 PUBLISH is in the commit log before its
+// PUBACK/PUBREC. What a CONNACK, SUBACK or UNSUBACK promises is synced to
+// disk before it goes: a persistent session's record, and a SUBSCRIBE's
+// subscriptions with the offsets they start from and the start of a
+// shared group made for them, in one batch per packet (concurrent
+// batches share a sync); a retained message of QoS 1 or 2 before its
 // PUBACK/PUBREC. Outbound, QoS 1 in flight is kept in memory and a
 // persistent session's offsets are written at most
 // Options.OffsetCommitInterval after they move (at least once: a crash
-// sends the messages since again); QoS 2 state is written at each step.
+// sends the messages since again); QoS 2 state is synced at each step
+// before the packet that rests on it goes, one sync per batch: a pump
+// holds a pull's QoS 2 PUBLISH packets (and those behind them, to keep
+// their order) until their records are synced together, and the reader
+// holds the PUBREC, PUBREL and PUBCOMP of a burst until the burst's
+// state (inbound ids awaiting PUBREL, outbound PUBREC and PUBCOMP) is
+// synced together, before it waits for the client; retained messages of QoS 1 or 2 sent to a persistent session at
+// SUBSCRIBE are stored with their content, in one synced write, and sent
+// again after a restart until acknowledged.
 // The reader queues its acknowledgements and writes them before it waits
-// for the client, so a burst of PUBLISH packets is answered in one write.
+// for the client (or after 256), so a burst of PUBLISH packets is
+// answered in one write.
 //
 // Sessions and Retained give operators a read-only view of the sessions
 // (connection, protocol, persistence, subscriptions, in-flight and queued
 // counts) and retained messages, taking each lock briefly; they are not
 // on the message path.
 //
-// Concurrency: each connection has a reader goroutine, which handles
-// every packet it reads, and one goroutine per non-shared subscription
+// Concurrency: each connection has a reader goroutine (one at a time:
+// a parked connection's is a fresh one), which handles every packet it
+// reads, and one goroutine per non-shared subscription
 // that pulls the filter's queue and writes; writes are serialized per
 // connection. Each shared group has one goroutine while it has members.
 // Lock order: Server.mu, then session.commitMu, then session.mu, then

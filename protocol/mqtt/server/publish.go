@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
 	"github.com/karmanmq/karman/protocol/mqtt/topic"
 )
@@ -39,6 +41,11 @@ type retainStore struct {
 	s    *Server
 	mu   sync.RWMutex
 	msgs map[string]*mapping.Message
+	// topics orders the writes of one topic's retained message: held,
+	// by the topic's hash, from the change in memory until it is
+	// written, so that the last message in memory is the last on disk
+	// while other topics' writes share their syncs.
+	topics [64]sync.Mutex
 }
 
 func (r *retainStore) load() error {
@@ -54,20 +61,37 @@ func (r *retainStore) load() error {
 }
 
 // set replaces the topic's retained message; an empty payload deletes it.
+// A message of QoS 1 or 2 is on disk when set returns (its PUBACK or
+// PUBREC follows); QoS 0 reaches the disk shortly after.
 func (r *retainStore) set(m *mapping.Message) error {
+	h := fnv.New32a()
+	h.Write([]byte(m.Topic))
+	tl := &r.topics[h.Sum32()%uint32(len(r.topics))]
+	tl.Lock()
+	defer tl.Unlock()
+	op := engine.StateOp{Key: "t/" + m.Topic, Value: mapping.Marshal(m)}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if len(m.Payload) == 0 {
 		if _, ok := r.msgs[m.Topic]; !ok {
+			r.mu.Unlock()
 			return nil
 		}
 		delete(r.msgs, m.Topic)
-		return r.s.st.Delete("t/" + m.Topic)
+		op = engine.StateOp{Key: "t/" + m.Topic, Delete: true}
 	}
-	if err := r.s.st.Put("t/"+m.Topic, mapping.Marshal(m)); err != nil {
+	r.mu.Unlock()
+	apply := r.s.st.Apply
+	if m.QoS > 0 {
+		apply = r.s.st.ApplySync
+	}
+	if err := apply(op); err != nil {
 		return err
 	}
-	r.msgs[m.Topic] = m
+	if !op.Delete {
+		r.mu.Lock()
+		r.msgs[m.Topic] = m
+		r.mu.Unlock()
+	}
 	return nil
 }
 
@@ -97,9 +121,10 @@ type willRecord struct {
 	Delay uint32          `json:"d,omitempty"`
 }
 
-func (s *Server) storeWill(id string, m *mapping.Message, delay uint32) error {
+// willOp returns the write of a connection's will.
+func willOp(id string, m *mapping.Message, delay uint32) engine.StateOp {
 	b, _ := json.Marshal(willRecord{M: mapping.Marshal(m), Delay: delay})
-	return s.st.Put("w/"+id, b)
+	return engine.StateOp{Key: "w/" + id, Value: b}
 }
 
 func (s *Server) deleteWill(id string) {
@@ -117,7 +142,12 @@ func (s *Server) publishWill(id string) {
 	var w willRecord
 	if json.Unmarshal(v, &w) == nil {
 		if m, err := mapping.Unmarshal(w.M); err == nil {
-			if err := s.publish(s.ctx, m); err != nil {
+			// Not the server's context: a will due at shutdown is
+			// published while the server stops.
+			ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+			err := s.publish(ctx, m)
+			cancel()
+			if err != nil {
 				s.log.Warn("mqtt: publish will", "client", id, "err", err)
 			}
 		}
@@ -129,18 +159,23 @@ func (s *Server) publishWill(id string) {
 // DISCONNECT: at once, or after its delay while the session lives; a
 // session that ends first publishes it then (endSession).
 func (s *Server) willAtEnd(c *conn) {
-	ss := c.ss
+	s.scheduleWill(c.ss, time.Duration(c.willDelay)*time.Second)
+}
+
+// scheduleWill publishes the session's stored will once delay has passed
+// (at once when it is 0 or the session does not persist), unless a
+// reconnect cancels it first.
+func (s *Server) scheduleWill(ss *session, delay time.Duration) {
 	ss.mu.Lock()
-	delay := c.willDelay
-	if delay == 0 || !ss.persist.Load() {
+	if delay <= 0 || !ss.persist.Load() {
 		ss.mu.Unlock()
 		s.publishWill(ss.id)
 		return
 	}
 	ss.willPending = true
-	if ss.expiry == neverExpires || delay < ss.expiry {
+	if ss.expiry == neverExpires || delay < time.Duration(ss.expiry)*time.Second {
 		var t *time.Timer
-		t = time.AfterFunc(time.Duration(delay)*time.Second, func() {
+		t = time.AfterFunc(delay, func() {
 			ss.mu.Lock()
 			mine := ss.willTimer == t && ss.willPending
 			if mine {
@@ -158,7 +193,8 @@ func (s *Server) willAtEnd(c *conn) {
 
 // publishOrphanWills publishes, at start, the wills of connections the
 // last run did not end; a will of a session that is still held keeps
-// its delay from now.
+// what is left of its delay, counted from the end of the session's last
+// connection (the shutdown, or this start after a crash).
 func (s *Server) publishOrphanWills() error {
 	var ids []string
 	var delays []uint32
@@ -175,8 +211,10 @@ func (s *Server) publishOrphanWills() error {
 	for i, id := range ids {
 		ss := s.sessions[id]
 		if ss != nil && delays[i] > 0 {
-			c := &conn{ss: ss, willDelay: delays[i]}
-			s.willAtEnd(c)
+			ss.mu.Lock()
+			left := time.Duration(delays[i])*time.Second - time.Since(ss.gone)
+			ss.mu.Unlock()
+			s.scheduleWill(ss, left)
 			continue
 		}
 		s.publishWill(id)

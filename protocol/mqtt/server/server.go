@@ -249,18 +249,15 @@ func (s *Server) ServeConn(nc net.Conn) {
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		c.serve()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}()
+	go c.serve() // c.end undoes the above
 }
 
 // Close stops accepting, disconnects every client (MQTT 5: DISCONNECT
-// Server Shutting Down) without publishing their wills, which stay stored
-// for the next start, and waits for the connections to end.
+// Server Shutting Down) and waits for the connections to end. Their
+// connections end without DISCONNECT, so their wills are due: those
+// without a delay, or of sessions that end with the connection, are
+// published before Close returns; delayed ones stay stored and the next
+// start publishes them once what is left of their delay has passed.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {

@@ -165,6 +165,8 @@ type outRecord struct {
 	Seq uint64 `json:"seq"`
 	SI  int    `json:"si,omitempty"`
 	G   string `json:"g,omitempty"` // shared group key
+	// M is a retained message sent from no queue, with its content.
+	M json.RawMessage `json:"m,omitempty"`
 }
 
 func sessKey(id string) string     { return "s/" + id }
@@ -196,17 +198,15 @@ func (ss *session) saveLocked() error {
 	if !ss.persist.Load() {
 		return nil
 	}
-	b, _ := json.Marshal(ss.record())
-	ss.stored.Store(true)
-	return ss.s.st.Put(sessKey(ss.id), b)
+	return ss.s.st.Apply(ss.recordOpLocked())
 }
 
-func (ss *session) saveOffsetLocked(sub *subscription) error {
-	ops := ss.appendOffsetOpsLocked(nil, sub)
-	if len(ops) == 0 {
-		return nil
-	}
-	return ss.s.st.Apply(ops...)
+// recordOpLocked returns the write of the session's header, which the
+// caller makes; mu held, the session persists.
+func (ss *session) recordOpLocked() engine.StateOp {
+	b, _ := json.Marshal(ss.record())
+	ss.stored.Store(true)
+	return engine.StateOp{Key: sessKey(ss.id), Value: b}
 }
 
 // appendOffsetOpsLocked appends to ops the write of sub's committed
@@ -283,16 +283,26 @@ func (ss *session) putOut(f *outFlight) error {
 	if !ss.persist.Load() || !f.stored {
 		return nil
 	}
+	op := outOp(ss.id, f)
+	if f.qos == 2 || f.msg != nil {
+		// Exactly once: on disk before the PUBLISH or PUBREL goes; a
+		// retained message is in no queue to read it again from.
+		return ss.s.st.ApplySync(op)
+	}
+	return ss.s.st.Apply(op)
+}
+
+// outOp returns the write of f's record.
+func outOp(id string, f *outFlight) engine.StateOp {
 	r := outRecord{S: f.sub, O: f.offset, Q: f.qos, Rel: f.rel, Seq: f.seq, SI: f.subID}
 	if f.group != nil {
 		r.G = f.group.key
 	}
-	b, _ := json.Marshal(r)
-	if f.qos == 2 {
-		// Exactly once: on disk before the PUBLISH or PUBREL goes.
-		return ss.s.st.ApplySync(engine.StateOp{Key: pidKey("i", ss.id, f.pid), Value: b})
+	if f.msg != nil {
+		r.M = mapping.Marshal(f.msg)
 	}
-	return ss.s.st.Put(pidKey("i", ss.id, f.pid), b)
+	b, _ := json.Marshal(r)
+	return engine.StateOp{Key: pidKey("i", id, f.pid), Value: b}
 }
 
 // drop deletes every stored trace of the session.
@@ -415,7 +425,14 @@ func (ss *session) loadState() error {
 		}
 		pid := uint16(kb[len(kb)-2])<<8 | uint16(kb[len(kb)-1])
 		f := &outFlight{pid: pid, seq: r.Seq, sub: r.S, offset: r.O, qos: r.Q, rel: r.Rel, subID: r.SI, stored: true}
-		if r.G != "" {
+		if len(r.M) > 0 { // a retained message
+			m, err := mapping.Unmarshal(r.M)
+			if err != nil {
+				ss.s.log.Warn("mqtt: dropping an unreadable retained message in flight", "client", ss.id, "err", err)
+				return st.Delete(k)
+			}
+			f.msg = m
+		} else if r.G != "" {
 			f.group = ss.s.sharedGroupByKey(r.G)
 			if f.group == nil {
 				return nil

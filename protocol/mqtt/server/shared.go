@@ -61,6 +61,21 @@ func (s *Server) sharedGroup(name, filter, queue string) *sharedGroup {
 	return g
 }
 
+// startOp returns, for a group whose position is not stored yet, the
+// write of its start, which the caller makes durable before it
+// acknowledges the subscription: after a crash the group resumes there,
+// not at the queue's end, so the messages stored in between are not
+// skipped.
+func (g *sharedGroup) startOp() (engine.StateOp, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.committed >= 0 {
+		return engine.StateOp{}, false
+	}
+	g.committed = g.next
+	return engine.StateOp{Key: "g/" + g.key, Value: binary.BigEndian.AppendUint64(nil, uint64(g.next))}, true
+}
+
 // sharedGroupByKey returns a group that exists; mu of the server held or
 // during New.
 func (s *Server) sharedGroupByKey(key string) *sharedGroup { return s.shared[key] }

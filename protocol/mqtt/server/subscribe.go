@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 
+	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
@@ -53,6 +54,12 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 	}
 	var sendRetained []retainedFor
 	var start []*subscription
+	// What the SUBACK promises is written in one synced batch before it
+	// goes: the session's subscriptions, the offsets new ones start
+	// from, and the start of a shared group made now.
+	var ops []engine.StateOp
+	var added []int // indexes of new subscriptions in p.Subscriptions
+	changed := false
 	hooks := s.e.Hooks()
 	for i, o := range p.Subscriptions {
 		fail := packet.ReasonCode(packet.V3SubackFailure)
@@ -81,7 +88,7 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 			// The same filter again: new options, nothing lost.
 			old.opts.Store(sub.o())
 			sub = old
-			ss.saveLocked()
+			changed = true
 			ss.mu.Unlock()
 		} else {
 			ss.mu.Unlock()
@@ -97,26 +104,41 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 			sub.queue = queue
 			if sub.group != "" {
 				sub.shared = s.sharedGroup(sub.group, sub.filter, queue)
+				if op, ok := sub.shared.startOp(); ok {
+					ops = append(ops, op)
+				}
 			} else {
 				sub.next = s.queueEnd(queue)
 			}
 			ss.mu.Lock()
 			ss.subs[sub.raw] = sub
-			err = ss.saveLocked()
-			if err == nil {
-				err = ss.saveOffsetLocked(sub)
-			}
+			ops = ss.appendOffsetOpsLocked(ops, sub)
 			ss.mu.Unlock()
-			if err != nil {
-				s.log.Warn("mqtt: save subscription", "client", ss.id, "err", err)
-			}
+			changed = true
 			start = append(start, sub)
+			added = append(added, i)
 		}
 		o := sub.o()
 		ack.ReasonCodes[i] = packet.ReasonCode(o.qos)
 		if sub.group == "" && (o.rh == 0 || (o.rh == 1 && old == nil)) {
 			sendRetained = append(sendRetained, retainedFor{sub})
 		}
+	}
+	if changed && !c.saveSubscriptions(ops) {
+		// Not durable: the new subscriptions are refused, not promised.
+		for _, sub := range start {
+			ss.mu.Lock()
+			delete(ss.subs, sub.raw)
+			ss.mu.Unlock()
+			s.releaseSubscription(ss, sub)
+		}
+		for _, i := range added {
+			ack.ReasonCodes[i] = packet.UnspecifiedError
+			if !v5 {
+				ack.ReasonCodes[i] = packet.V3SubackFailure
+			}
+		}
+		start, sendRetained = nil, nil
 	}
 	if v5 && c.problemInfo {
 		for _, code := range ack.ReasonCodes {
@@ -128,38 +150,68 @@ func (c *conn) handleSubscribe(p *packet.Subscribe) bool {
 			}
 		}
 	}
-	if c.write(ack) != nil {
+	if c.commitReader() != nil || c.write(ack) != nil { // after the answers before it
 		return false
 	}
 	for _, sub := range start {
 		c.startSub(sub)
 	}
+	var out []retainedOut
 	for _, r := range sendRetained {
+		o := r.sub.o()
 		for _, m := range s.retained.matching(r.sub.filter) {
-			c.deliverMessage(m, min(m.QoS, r.sub.o().qos), r.sub.o().subID)
+			out = append(out, retainedOut{m, min(m.QoS, o.qos), o.subID})
 		}
 		if strings.HasPrefix(r.sub.filter, "$SYS") {
 			for _, m := range s.sysMessages() {
 				if matchFilter(r.sub.filter, m.Topic) {
-					c.deliverMessage(m, 0, r.sub.o().subID)
+					out = append(out, retainedOut{m, 0, o.subID})
 				}
 			}
 		}
+	}
+	if len(out) > 0 {
+		c.deliverRetained(out)
+	}
+	return true
+}
+
+// saveSubscriptions writes the session's record with ops, synced, when
+// the session persists; false when the write failed.
+func (c *conn) saveSubscriptions(ops []engine.StateOp) bool {
+	ss := c.ss
+	ss.mu.Lock()
+	persist := ss.persist.Load()
+	if persist {
+		ops = append(ops, ss.recordOpLocked())
+	}
+	ss.mu.Unlock()
+	apply := c.s.st.ApplySync
+	if !persist {
+		apply = c.s.st.Apply // a shared group's start, for its other members
+	}
+	if err := apply(ops...); err != nil {
+		c.s.log.Warn("mqtt: save subscriptions", "client", ss.id, "err", err)
+		return false
 	}
 	return true
 }
 
 // dropSub ends the subscription raw of ss, c's session, as an
-// UNSUBSCRIBE does; false when the session has none.
+// UNSUBSCRIBE does; false when the session has none. A persistent
+// session's record is synced before it returns: gone for good once
+// UNSUBACK says so (the done marks a crash leaves are dropped at the
+// next load).
 func (c *conn) dropSub(ss *session, raw string) bool {
 	s := c.s
 	ss.mu.Lock()
 	sub := ss.subs[raw]
 	delete(ss.subs, raw)
-	if sub != nil {
-		ss.saveLocked()
-	}
 	persist := ss.persist.Load()
+	var ops []engine.StateOp
+	if sub != nil && persist {
+		ops = append(ops, ss.recordOpLocked(), engine.StateOp{Key: offKey(ss.id, raw), Delete: true})
+	}
 	ss.mu.Unlock()
 	if sub == nil {
 		return false
@@ -167,7 +219,9 @@ func (c *conn) dropSub(ss *session, raw string) bool {
 	c.stopSub(raw)
 	s.releaseSubscription(ss, sub)
 	if persist {
-		s.st.Delete(offKey(ss.id, raw))
+		if err := s.st.ApplySync(ops...); err != nil {
+			s.log.Warn("mqtt: save unsubscribe", "client", ss.id, "err", err)
+		}
 		s.st.DeletePrefix("d/" + subKey(ss.id) + raw + "\x00")
 	}
 	return true
@@ -184,7 +238,7 @@ func (c *conn) handleUnsubscribe(p *packet.Unsubscribe) bool {
 			ack.ReasonCodes = append(ack.ReasonCodes, code)
 		}
 	}
-	return c.write(ack) == nil
+	return c.commitReader() == nil && c.write(ack) == nil // after the answers before it
 }
 
 // SubResources returns what a subscription to filter (without a

@@ -322,6 +322,57 @@ func TestMQTTKill9(t *testing.T) {
 	}
 }
 
+// TestMQTTKill9AfterSuback kills the real binary with SIGKILL right
+// after a CONNACK and a SUBACK: what they promised is on disk. After a
+// restart the persistent session that only connected is present, the
+// subscriptions of the other one — plain, wildcard and shared — get the
+// messages published after the restart, and a retained QoS 1 message
+// PUBACKed before the kill is retained, with its QoS.
+func TestMQTTKill9AfterSuback(t *testing.T) {
+	dir := t.TempDir()
+	p := startBinary(t, "--data", dir)
+	dialRawMQTT(t, p.mqtt, "only-connected")
+	ret := dialRawMQTT(t, p.mqtt, "retainer")
+	sub := dialRawMQTT(t, p.mqtt, "subscriber")
+	sub.send(&packet.Subscribe{PacketID: 1, Subscriptions: []packet.Subscription{
+		{Filter: "sa/plain", QoS: 1}, {Filter: "sb/+/x", QoS: 1}, {Filter: "$share/g/sc/#", QoS: 1},
+	}})
+	ack := sub.expect(packet.SUBACK).(*packet.Suback)
+	ret.send(&packet.Publish{QoS: 1, Retain: true, PacketID: 1, Topic: "sr/state", Payload: []byte("on")})
+	ret.expect(packet.PUBACK)
+	p.cmd.Process.Kill() // SIGKILL, at once
+	p.cmd.Wait()
+	if len(ack.ReasonCodes) != 3 || ack.ReasonCodes[0] != 1 || ack.ReasonCodes[1] != 1 || ack.ReasonCodes[2] != 1 {
+		t.Fatalf("SUBACK %v", ack.ReasonCodes)
+	}
+
+	p2 := startBinary(t, "--data", dir)
+	pub := mqttV3(t, "tcp://"+p2.mqtt, "pub", true, nil)
+	for _, tp := range []string{"sa/plain", "sb/1/x", "sc/deep/er"} {
+		waitToken(t, "publish", pub.Publish(tp, 1, false, "after"))
+	}
+	in := newInbox()
+	o := mqtt.NewClientOptions().AddBroker("tcp://" + p2.mqtt).SetClientID("only-connected").SetCleanSession(false).SetAutoReconnect(false)
+	c := mqtt.NewClient(o)
+	tok := c.Connect()
+	waitToken(t, "connect", tok)
+	if !tok.(*mqtt.ConnectToken).SessionPresent() {
+		t.Error("the persistent session that only connected is not present after the restart")
+	}
+	c.Disconnect(0)
+	mqttV3(t, "tcp://"+p2.mqtt, "subscriber", false, in) // resumes the session
+	in.waitFor(t, "the three messages", func() bool {
+		return in.count("sa/plain=after") == 1 && in.count("sb/1/x=after") == 1 && in.count("sc/deep/er=after") == 1
+	})
+	// The retained message PUBACKed before the kill, with its QoS.
+	chk := dialRawMQTT(t, p2.mqtt, "checker")
+	chk.send(&packet.Subscribe{PacketID: 1, Subscriptions: []packet.Subscription{{Filter: "sr/#", QoS: 2}}})
+	chk.expect(packet.SUBACK)
+	if got := chk.expect(packet.PUBLISH).(*packet.Publish); !got.Retain || got.QoS != 1 || string(got.Payload) != "on" {
+		t.Fatalf("retained after the kill: %+v", got)
+	}
+}
+
 // rawMQTT is a 3.1.1 client on the codec, for exchanges the real clients
 // do not let a test stop half way.
 type rawMQTT struct {
