@@ -120,7 +120,7 @@ func consumedTopics(e *engine.Engine, group string) ([]string, error) {
 }
 
 // lagOf returns a group's lag: the messages stored after its committed
-// offsets (from the first kept where it has none) over the topics of
+// offsets (all of a queue's where it has none) over the topics of
 // consumedTopics; with detail, per topic (retry topic left out) and per
 // queue too.
 func lagOf(e *engine.Engine, name string, detail bool) (lag int64, topics []TopicLag, queues []QueueLag, err error) {
@@ -150,8 +150,10 @@ func lagOf(e *engine.Engine, name string, detail bool) (lag int64, topics []Topi
 			if off, ok := committed[q]; ok {
 				ql.ConsumerOffset = off
 				ql.Lag = max(maxOff-off, 0)
-			} else if minOff, err := e.MinOffset(topic, q); err == nil {
-				ql.Lag = max(maxOff-minOff, 0)
+			} else {
+				// As GET_CONSUME_STATS counts it (RocketMQ's consumer
+				// offset 0), so the admin CLI and dashboards agree.
+				ql.Lag = maxOff
 			}
 			tl.Lag += ql.Lag
 			if detail {
