@@ -10,9 +10,12 @@
 # each, pinned to PIN_C (taskset -c 1), signing as "bench" against the
 # second. Per run it prints the p50 latency, msgs/s, and the CPU time per
 # message of the broker (from /proc/PID/stat) and of the load generator.
-# With SIGN_BOTH=1 the generator signs for the server without --auth too,
-# which ignores the credentials: the same frames reach both, and the
-# difference is the broker's check alone. Data lives in /dev/shm and is
+# MODES (default "off on") chooses what each run compares, in turn
+# first: off (unsigned, to the server without --auth), off-signed (signed
+# frames to the server without --auth, which ignores the credentials) and
+# on (signed, to the server with --auth). off against off-signed is the
+# generator's signing alone, off-signed against on the broker's check
+# alone. SIGN_BOTH=1 is MODES="off-signed on". Data lives in /dev/shm and is
 # removed at the end.
 #
 #   go build ./cmd/karman && go build ./cmd/karman/karman-bench
@@ -45,11 +48,21 @@ for i in $(seq 0 $(( ${USERS:-300} - 1 ))); do
 done
 unset KARMAN_ACCESS_KEY KARMAN_SECRET_KEY
 hz=$(getconf CLK_TCK)
+# The modes of a run: off (no credentials, the server without --auth),
+# off-signed (the generator's signed frames to the server without
+# --auth, which ignores them) and on (signed, to the server with --auth).
+read -r -a modes <<<"${MODES:-$([ -n "${SIGN_BOTH:-}" ] && echo off-signed on || echo off on)}"
+for m in "${modes[@]}"; do
+  case $m in off|off-signed|on) ;; *) echo "auth-pinned.sh: mode $m: want off, off-signed or on" >&2; exit 2;; esac
+done
 for r in $(seq "$RUNS"); do
-  order="off on"; [ $((r % 2)) = 0 ] && order="on off"
-  for mode in $order; do
-    pid_var=${mode}_pid ns_var=${mode}_ns
-    creds=(); [ $mode = on ] || [ -n "${SIGN_BOTH:-}" ] && creds=(--access-key bench --secret-key bench-secret)
+  # Each run starts with the next mode: every mode goes first as often.
+  k=$(( (r - 1) % ${#modes[@]} ))
+  order=("${modes[@]:k}" "${modes[@]:0:k}")
+  for mode in "${order[@]}"; do
+    srv=${mode%-signed}
+    pid_var=${srv}_pid ns_var=${srv}_ns
+    creds=(); [ "$mode" != off ] && creds=(--access-key bench --secret-key bench-secret)
     c0=$(cpu ${!pid_var})
     out=$(/usr/bin/time -f 'CLIENTCPU %U %S' $PIN_C "$KB" "$@" --addr "${!ns_var}" "${creds[@]}" --json 2>&1)
     c1=$(cpu ${!pid_var})
@@ -57,19 +70,22 @@ for r in $(seq "$RUNS"); do
     echo "$out" | grep '"system":"karman"' | head -1 | python3 -c '
 import json,sys
 m=json.loads(sys.stdin.read()); n=m.get("messages") or m.get("count")
-print("run %2s auth %-3s p50-us %7.1f msgs/s %9.0f broker-cpu-us/msg %6.2f bench-process-cpu-us/msg %6.2f" % (sys.argv[1], sys.argv[2], m["p50_us"], m["msgs_per_sec"], (int(sys.argv[4])-int(sys.argv[3]))/int(sys.argv[5])*1e6/n, float(sys.argv[6])*1e6/n))' "$r" "$mode" "$c0" "$c1" "$hz" "$ccpu" | tee -a "$D/runs"
+print("run %2s auth %-10s p50-us %7.1f msgs/s %9.0f broker-cpu-us/msg %6.2f bench-process-cpu-us/msg %6.2f" % (sys.argv[1], sys.argv[2], m["p50_us"], m["msgs_per_sec"], (int(sys.argv[4])-int(sys.argv[3]))/int(sys.argv[5])*1e6/n, float(sys.argv[6])*1e6/n))' "$r" "$mode" "$c0" "$c1" "$hz" "$ccpu" | tee -a "$D/runs"
   done
 done
-python3 - "$D/runs" <<'PY'
+python3 - "$D/runs" "${modes[@]}" <<'PY'
 import statistics, sys
-runs = {"off": [], "on": []}
+modes = sys.argv[2:]
+runs = {m: [] for m in modes}
 for line in open(sys.argv[1]):
     f = line.split()
     runs[f[3]].append((float(f[5]), float(f[7]), float(f[9]), float(f[11])))
 med = {k: [statistics.median(r[i] for r in v) for i in range(4)] for k, v in runs.items()}
-for k in ("off", "on"):
-    print("median auth %-3s p50-us %7.1f msgs/s %9.0f broker-cpu-us/msg %6.2f bench-process-cpu-us/msg %6.2f" % (k, *med[k]))
-off, on = med["off"], med["on"]
-print("on/off: throughput %.2f, broker CPU per message %.2f (off/on), broker and generator CPU per message %.2f (off/on)"
-      % (on[1] / off[1], off[2] / on[2], (off[2] + off[3]) / (on[2] + on[3])))
+for k in modes:
+    print("median auth %-10s p50-us %7.1f msgs/s %9.0f broker-cpu-us/msg %6.2f bench-process-cpu-us/msg %6.2f" % (k, *med[k]))
+base = med[modes[0]]
+for k in modes[1:]:
+    m = med[k]
+    print("%s/%s: throughput %.2f, p50 %+.1f us, broker CPU per message %.2f (%s/%s), broker and generator CPU per message %.2f"
+          % (k, modes[0], m[1] / base[1], m[0] - base[0], base[2] / m[2], modes[0], k, (base[2] + base[3]) / (m[2] + m[3])))
 PY
