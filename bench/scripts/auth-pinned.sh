@@ -26,7 +26,7 @@
 #   bench/scripts/auth-pinned.sh ./karman ./karman-bench 7 produce --count 100000 --producers 4 --inflight 16
 set -euo pipefail
 K=$1 KB=$2 RUNS=$3; shift 3
-PIN_S=${PIN_S:-taskset -c 0} PIN_C=${PIN_C:-taskset -c 1}
+PIN_S=${PIN_S-taskset -c 0} PIN_C=${PIN_C-taskset -c 1} # set empty: unpinned
 D=$(mktemp -d /dev/shm/karman-pinned.XXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$D"; }
