@@ -73,9 +73,9 @@ for r in $(seq "$RUNS"); do
     pid_var=${srv}_pid ns_var=${srv}_ns
     creds=(); [ "$mode" != off ] && creds=(--access-key bench --secret-key bench-secret)
     s0=$(stats ${!pid_var} "$D/$srv.log")
-    out=$(GODEBUG=gctrace=1 /usr/bin/time -f 'CLIENTCPU %U %S %w %c' $PIN_C "$KB" "$@" --addr "${!ns_var}" "${creds[@]}" --json 2>&1)
+    out=$(GODEBUG=gctrace=1 /usr/bin/time -o "$D/time" -f '%U %S %w %c' $PIN_C "$KB" "$@" --addr "${!ns_var}" "${creds[@]}" --json 2>&1)
     s1=$(stats ${!pid_var} "$D/$srv.log")
-    cl=$(echo "$out" | awk '/^CLIENTCPU/{print $2+$3, $4+$5}')
+    cl=$(awk '{print $1+$2, $3+$4}' "$D/time")
     gcs=$(echo "$out" | grep -c '^gc ' || true)
     echo "$out" | grep '"system":"karman"' | head -1 | python3 -c '
 import json,sys
