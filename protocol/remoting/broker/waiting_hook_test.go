@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/acl"
 	"github.com/karmanmq/karman/engine/hook"
 	"github.com/karmanmq/karman/protocol/remoting/server"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
@@ -51,4 +52,23 @@ func TestWaitingStoreHookDoesNotHoldTheConnection(t *testing.T) {
 	h.send(p, "T", 0, "second") // answered while the first is held
 	close(hk.release)
 	wantCode(t, <-first, wire.Success)
+}
+
+// TestACLKeepsRequestsInline: the engine's ACL never waits, so with it
+// installed sends and pulls are still served on the connection's
+// reading goroutine, as without authentication: no goroutine is started
+// and woken per signed request.
+func TestACLKeepsRequestsInline(t *testing.T) {
+	h := newHarnessWith(t, harnessOptions{
+		engine: engine.Options{AutoCreateTopics: true, AutoCreateGroups: true, Hooks: []any{acl.New(acl.Options{})}},
+		broker: Options{AutoCreateTopics: true, AutoCreateGroups: true},
+	})
+	if !h.b.eng.Hooks().Guarded() {
+		t.Fatal("the ACL is not installed as an Authenticator or Authorizer")
+	}
+	for _, kind := range []server.Kind{server.KindSend, server.KindPull, server.KindDefault} {
+		if h.b.hooksMayWait(kind) {
+			t.Errorf("kind %v: taken to call a hook that may wait, so served off the reading goroutine", kind)
+		}
+	}
 }
