@@ -224,6 +224,9 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) (popped []PoppedMessa
 			e.recordPops(ctx, opts.Group, opts.Topic, popped)
 		}
 	}()
+	if err := e.checkPopMaster("pop"); err != nil {
+		return nil, err
+	}
 	if err := e.refuseWrite(); err != nil {
 		return nil, err // its state could not be saved
 	}
@@ -595,6 +598,9 @@ func (e *Engine) popRecord(q *queueState, clOffset, tagHash int64, f Filter, are
 
 // Ack acknowledges the delivery named by handle.
 func (e *Engine) Ack(ctx context.Context, group, handle string) error {
+	if err := e.checkPopMaster("ack"); err != nil {
+		return err
+	}
 	if err := e.refuseWrite(); err != nil {
 		return err
 	}
@@ -623,6 +629,9 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (errs []error) {
 	errs = make([]error, len(handles))
 	err := e.checkOpen()
+	if err == nil {
+		err = e.checkPopMaster("ack")
+	}
 	if err == nil {
 		err = e.refuseWrite()
 	}
@@ -725,6 +734,9 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 	if d < 0 || d > maxInvisible {
 		return "", fmt.Errorf("%w: invisible duration %s outside 0..%s", ErrInvalidArgument, d, maxInvisible)
 	}
+	if err := e.checkPopMaster("change invisible time"); err != nil {
+		return "", err
+	}
 	if err := e.refuseWrite(); err != nil {
 		return "", err
 	}
@@ -754,6 +766,9 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 // DeadLetter sends the message named by handle to the group's dead-letter
 // topic and acknowledges it.
 func (e *Engine) DeadLetter(ctx context.Context, group, handle string) error {
+	if err := e.checkPopMaster("dead-letter"); err != nil {
+		return err
+	}
 	pq, h, f, err := e.inflight(group, handle)
 	if err != nil {
 		return err

@@ -205,6 +205,18 @@ func (e *Engine) checkMaster() error {
 	return nil
 }
 
+// checkPopMaster returns ErrNotMaster on a replica for op, a call that
+// changes a consumer group's pop state (pop, ack, change invisible time,
+// dead-letter): that state is the master's, and replicas get it with
+// its metadata, so a change made on a replica would be lost and its
+// receipt handles acknowledge nowhere. Pulls are served by replicas.
+func (e *Engine) checkPopMaster(op string) error {
+	if !e.repl.master.Load() {
+		return fmt.Errorf("%w: this broker is a replica, which does not support %s; use the master", ErrNotMaster, op)
+	}
+	return nil
+}
+
 // Promote makes the engine the master of epoch n: it waits for the
 // dispatcher to index everything received, records epoch n as starting
 // at the log's end (durably, before any write of the epoch), resumes

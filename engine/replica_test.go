@@ -533,3 +533,85 @@ func TestReplicateEpochStartingAtASegmentEnd(t *testing.T) {
 		})
 	}
 }
+
+// Pop state is the master's: a replica refuses pops, acknowledgements,
+// invisibility changes and dead-lettering with ErrNotMaster (the code
+// clients move on to the master for), before it changes anything, and
+// serves pulls. Promoted, it takes them.
+func TestReplicaRefusesPopWrites(t *testing.T) {
+	ctx := context.Background()
+	master := openTest(t, t.TempDir(), nil)
+	defer master.Close()
+	replica := openTest(t, t.TempDir(), &Options{Replica: true})
+	defer replica.Close()
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	mustTopic(t, master, "T", 1)
+	if err := master.CreateGroup(meta.Group{Name: "g", MaxAttempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := master.SendToQueue(ctx, newMsg("T", fmt.Sprint("m", i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := master.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	popped, err := master.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 2, Invisible: time.Minute})
+	if err != nil || len(popped) != 2 {
+		t.Fatalf("pop on the master: %d messages, %v", len(popped), err)
+	}
+	md, err := master.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyLog(t, master, replica)
+	if err := replica.ApplyMetadata(md); err != nil {
+		t.Fatal(err)
+	}
+	h := popped[0].Handle
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"pop", func() error {
+			_, err := replica.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 10, Invisible: time.Minute, Wait: time.Minute})
+			return err
+		}},
+		{"ack", func() error { return replica.Ack(ctx, "g", h) }},
+		{"ack batch", func() error { return errors.Join(replica.AckBatch(ctx, "g", []string{h, popped[1].Handle})...) }},
+		{"change invisible", func() error { _, err := replica.ChangeInvisible(ctx, "g", h, time.Second); return err }},
+		{"dead letter", func() error { return replica.DeadLetter(ctx, "g", h) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); !errors.Is(err, ErrNotMaster) {
+				t.Fatalf("%s on a replica: %v, want ErrNotMaster", tc.name, err)
+			}
+		})
+	}
+	if n := len(pullAll(t, replica, "T", 0, 0, nil)); n != 4 {
+		t.Fatalf("a pull from the replica: %d messages, want 4", n)
+	}
+	// Nothing the refused calls did stuck: promoted, the replica still
+	// has both messages in flight under the master's handles, and the
+	// other two to deliver.
+	if err := replica.Promote(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Ack(ctx, "g", h); err != nil {
+		t.Fatalf("ack on the promoted replica: %v", err)
+	}
+	again, err := replica.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 10, Invisible: time.Minute})
+	if err != nil || len(again) != 2 || again[0].Offset != 2 {
+		t.Fatalf("pop on the promoted replica: %d messages, %v; want offsets 2 and 3", len(again), err)
+	}
+	// A demoted master refuses them too.
+	if err := master.Demote(); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.Ack(ctx, "g", popped[1].Handle); !errors.Is(err, ErrNotMaster) {
+		t.Fatalf("ack on a demoted master: %v, want ErrNotMaster", err)
+	}
+}
