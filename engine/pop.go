@@ -881,11 +881,13 @@ func (e *Engine) flushPops(sync bool) error {
 // savePops persists those of qs that changed since they were last saved.
 func (e *Engine) savePops(qs []*popQueue, sync bool) error {
 	var recs []meta.PopRecord
+	var from []*popQueue // the state of each of recs
 	for _, pq := range qs {
 		pq.mu.Lock()
 		if pq.dirty && !pq.dropped {
 			data, _ := pq.st.MarshalBinary()
 			recs = append(recs, meta.PopRecord{Group: pq.key.group, Topic: pq.key.topic, Queue: pq.key.queue, State: data, Offset: pq.st.AckedBelow})
+			from = append(from, pq)
 		}
 		pq.dirty = false
 		pq.mu.Unlock()
@@ -893,7 +895,26 @@ func (e *Engine) savePops(qs []*popQueue, sync bool) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if err := e.meta.SavePopStates(recs, sync); err != nil {
+	if hook := e.popSaveHook.Load(); hook != nil {
+		(*hook)()
+	}
+	e.popSaveMu.Lock()
+	defer e.popSaveMu.Unlock()
+	// A state dropped since it was read (its group or topic deleted, or
+	// the master's state applied over it) must not be written back.
+	live := recs[:0]
+	for i, r := range recs {
+		pq := from[i]
+		pq.mu.Lock()
+		if !pq.dropped {
+			live = append(live, r)
+		}
+		pq.mu.Unlock()
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	if err := e.meta.SavePopStates(live, sync); err != nil {
 		// Not saved: keep them for the next flush (the disk may be full
 		// for a while; what was acknowledged must not be forgotten).
 		for _, pq := range qs {
