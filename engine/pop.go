@@ -320,6 +320,10 @@ func (e *Engine) ensureGroup(name string) (meta.Group, error) {
 // returns the messages and the earliest in-flight deadline seen (0 for
 // none).
 func (e *Engine) popOnce(ctx context.Context, t *topicState, g meta.Group, o *PopOptions) ([]PoppedMessage, int64, error) {
+	// Each round: a pop that waited may wake on a demoted master.
+	if err := e.checkPopMaster("pop"); err != nil {
+		return nil, 0, err
+	}
 	qs := *t.queues.Load()
 	n := min(int(t.cfg.Load().ReadQueues), len(qs))
 	var out []PoppedMessage // made at the first message: most rounds of a waiting pop find none
