@@ -12,6 +12,7 @@ import (
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/epoch"
+	msg "github.com/karmanmq/karman/engine/message"
 )
 
 // A replica that asks for the log from an offset the master cannot send
@@ -152,5 +153,52 @@ func fakeMaster(ln net.Listener, epochs []epoch.Entry, end int64, transfer messa
 		if _, _, err := readMessage(r, nil); err != nil {
 			return
 		}
+	}
+}
+
+// A master promoted to a new epoch with too little room left in its
+// segment for its next record writes that record at the next segment's
+// base; a replica following the stream takes the epoch there and goes on.
+func TestStreamEpochAtSegmentEnd(t *testing.T) {
+	ctx := context.Background()
+	master := openEngine(t, engine.Options{})
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	replica := openEngine(t, engine.Options{Replica: true})
+	addr := serve(t, NewMaster(MasterOptions{BrokerName: "broker-a", SegmentSize: segSize, Logger: quiet}), master)
+	body := []byte(strings.Repeat("x", 1000))
+	sendOne := func() {
+		t.Helper()
+		if _, err := master.SendToQueue(ctx, &msg.Message{Topic: "T", Body: body}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sendOne()
+	frame := logEnd(master)
+	for segSize-logEnd(master)%segSize >= frame { // fill the segment
+		sendOne()
+	}
+	stop := follow(t, NewReplica(replica, ReplicaOptions{BrokerName: "broker-a", SegmentSize: segSize, Logger: quiet}), addr)
+	eventually(t, "the replica holds the first epoch", func() bool { return logEnd(replica) == logEnd(master) })
+	if err := master.Promote(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	sendOne()
+	if logEnd(master) != segSize+frame {
+		t.Fatalf("the master ends at %d, want its epoch's first record at the next segment's base %d", logEnd(master), segSize)
+	}
+	for range 3 {
+		sendOne()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for logEnd(replica) != logEnd(master) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica stays at %d (master %d): %v", logEnd(replica), logEnd(master), stop())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !slices.Equal(master.Epochs(), replica.Epochs()) {
+		t.Fatalf("epochs %v on the master, %v on the replica", master.Epochs(), replica.Epochs())
 	}
 }
