@@ -64,9 +64,18 @@ type Engine struct {
 	checkRound atomic.Uint32
 	clients    *registry.Registry
 
-	pops     sync.Map                   // popKey → *popQueue
-	popDirty dirtyQueues                // pop states changed since the last flush
-	handles  atomic.Pointer[pop.Signer] // issues and checks receipt handles
+	pops     sync.Map    // popKey → *popQueue
+	popDirty dirtyQueues // pop states changed since the last flush
+	// popSaveMu orders saving pop states with deleting or replacing
+	// them: savePops writes, under it, only the states not dropped, and
+	// a deletion drops the states and deletes them from the metadata
+	// under it, so a state read before a deletion is never written
+	// after it. Taken after any popQueue.mu is released.
+	popSaveMu sync.Mutex
+	// popSaveHook, when set (by tests), runs in savePops between reading
+	// the states and saving them.
+	popSaveHook atomic.Pointer[func()]
+	handles     atomic.Pointer[pop.Signer] // issues and checks receipt handles
 
 	bufs sync.Pool // *sendState
 

@@ -224,6 +224,9 @@ func (e *Engine) Pop(ctx context.Context, opts PopOptions) (popped []PoppedMessa
 			e.recordPops(ctx, opts.Group, opts.Topic, popped)
 		}
 	}()
+	if err := e.checkPopMaster("pop"); err != nil {
+		return nil, err
+	}
 	if err := e.refuseWrite(); err != nil {
 		return nil, err // its state could not be saved
 	}
@@ -317,6 +320,10 @@ func (e *Engine) ensureGroup(name string) (meta.Group, error) {
 // returns the messages and the earliest in-flight deadline seen (0 for
 // none).
 func (e *Engine) popOnce(ctx context.Context, t *topicState, g meta.Group, o *PopOptions) ([]PoppedMessage, int64, error) {
+	// Each round: a pop that waited may wake on a demoted master.
+	if err := e.checkPopMaster("pop"); err != nil {
+		return nil, 0, err
+	}
 	qs := *t.queues.Load()
 	n := min(int(t.cfg.Load().ReadQueues), len(qs))
 	var out []PoppedMessage // made at the first message: most rounds of a waiting pop find none
@@ -595,6 +602,9 @@ func (e *Engine) popRecord(q *queueState, clOffset, tagHash int64, f Filter, are
 
 // Ack acknowledges the delivery named by handle.
 func (e *Engine) Ack(ctx context.Context, group, handle string) error {
+	if err := e.checkPopMaster("ack"); err != nil {
+		return err
+	}
 	if err := e.refuseWrite(); err != nil {
 		return err
 	}
@@ -623,6 +633,9 @@ func (e *Engine) Ack(ctx context.Context, group, handle string) error {
 func (e *Engine) AckBatch(ctx context.Context, group string, handles []string) (errs []error) {
 	errs = make([]error, len(handles))
 	err := e.checkOpen()
+	if err == nil {
+		err = e.checkPopMaster("ack")
+	}
 	if err == nil {
 		err = e.refuseWrite()
 	}
@@ -725,6 +738,9 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 	if d < 0 || d > maxInvisible {
 		return "", fmt.Errorf("%w: invisible duration %s outside 0..%s", ErrInvalidArgument, d, maxInvisible)
 	}
+	if err := e.checkPopMaster("change invisible time"); err != nil {
+		return "", err
+	}
 	if err := e.refuseWrite(); err != nil {
 		return "", err
 	}
@@ -754,6 +770,9 @@ func (e *Engine) ChangeInvisible(ctx context.Context, group, handle string, d ti
 // DeadLetter sends the message named by handle to the group's dead-letter
 // topic and acknowledges it.
 func (e *Engine) DeadLetter(ctx context.Context, group, handle string) error {
+	if err := e.checkPopMaster("dead-letter"); err != nil {
+		return err
+	}
 	pq, h, f, err := e.inflight(group, handle)
 	if err != nil {
 		return err
@@ -866,11 +885,13 @@ func (e *Engine) flushPops(sync bool) error {
 // savePops persists those of qs that changed since they were last saved.
 func (e *Engine) savePops(qs []*popQueue, sync bool) error {
 	var recs []meta.PopRecord
+	var from []*popQueue // the state of each of recs
 	for _, pq := range qs {
 		pq.mu.Lock()
 		if pq.dirty && !pq.dropped {
 			data, _ := pq.st.MarshalBinary()
 			recs = append(recs, meta.PopRecord{Group: pq.key.group, Topic: pq.key.topic, Queue: pq.key.queue, State: data, Offset: pq.st.AckedBelow})
+			from = append(from, pq)
 		}
 		pq.dirty = false
 		pq.mu.Unlock()
@@ -878,7 +899,26 @@ func (e *Engine) savePops(qs []*popQueue, sync bool) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if err := e.meta.SavePopStates(recs, sync); err != nil {
+	if hook := e.popSaveHook.Load(); hook != nil {
+		(*hook)()
+	}
+	e.popSaveMu.Lock()
+	defer e.popSaveMu.Unlock()
+	// A state dropped since it was read (its group or topic deleted, or
+	// the master's state applied over it) must not be written back.
+	live := recs[:0]
+	for i, r := range recs {
+		pq := from[i]
+		pq.mu.Lock()
+		if !pq.dropped {
+			live = append(live, r)
+		}
+		pq.mu.Unlock()
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	if err := e.meta.SavePopStates(live, sync); err != nil {
 		// Not saved: keep them for the next flush (the disk may be full
 		// for a while; what was acknowledged must not be forgotten).
 		for _, pq := range qs {

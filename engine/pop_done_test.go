@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,5 +93,58 @@ func TestFlushSavesChangedPopStates(t *testing.T) {
 		if _, ok, err := e.meta.PopState("G", "T", q); err != nil || ok {
 			t.Fatalf("pop state of queue %d of the deleted group saved again (%v)", q, err)
 		}
+	}
+}
+
+// A flush that read a group's pop state just before the group (or its
+// topic) was deleted does not write the state back after the deletion:
+// the hook runs the deletion between the flush's read and its save.
+func TestFlushRacingDeleteSavesNoDeletedState(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delete func(e *Engine) error
+	}{
+		{"group", func(e *Engine) error { return e.DeleteGroup("G") }},
+		{"topic", func(e *Engine) error { return e.DeleteTopic("T") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			e := popTestEngine(t, dir, 2, meta.Group{Name: "G"})
+			defer e.Close()
+			sendN(t, e, 4)
+			ctx := context.Background()
+			// The first flush to find the popped state changed (this
+			// test's or the background one) deletes in its hook.
+			var once sync.Once
+			ran := make(chan struct{})
+			hook := func() {
+				once.Do(func() {
+					if err := tc.delete(e); err != nil {
+						t.Error(err)
+					}
+					close(ran)
+				})
+			}
+			e.popSaveHook.Store(&hook)
+			if got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: time.Minute}); err != nil || len(got) != 1 {
+				t.Fatalf("pop %d, %v", len(got), err)
+			}
+			if err := e.flushPops(true); err != nil {
+				t.Fatal(err)
+			}
+			select { // a flush took the state: its deletion has run
+			case <-ran:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no flush found the popped state changed")
+			}
+			e.Close() // every flush has finished
+			e = openTest(t, dir, &Options{AutoCreateGroups: true})
+			defer e.Close()
+			for q := range int32(2) {
+				if _, ok, err := e.meta.PopState("G", "T", q); err != nil || ok {
+					t.Fatalf("pop state of queue %d saved after the %s was deleted (%v)", q, tc.name, err)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -107,5 +108,44 @@ func signal(ch chan<- struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:
+	}
+}
+
+// A pop waiting on a master that is demoted meanwhile does not deliver
+// when it wakes: it is refused with ErrNotMaster, as a new pop is.
+func TestPopWaitingRefusedAfterDemotion(t *testing.T) {
+	e := popTestEngine(t, t.TempDir(), 1, meta.Group{Name: "G"})
+	defer e.Close()
+	sendN(t, e, 1)
+	ctx := context.Background()
+	got, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: time.Minute})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("pop: %+v %v", got, err)
+	}
+	if _, err := e.ChangeInvisible(ctx, "G", got[0].Handle, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	asleep := make(chan struct{}, 1)
+	e.popWaiting = func() { signal(asleep) }
+	type result struct {
+		ms  []PoppedMessage
+		err error
+	}
+	waiting := make(chan result, 1)
+	go func() {
+		ms, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: time.Minute, Wait: 30 * time.Second})
+		waiting <- result{ms, err}
+	}()
+	<-asleep // it found the message in flight and waits for it
+	if err := e.Demote(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-waiting: // woken when the message is visible again
+		if !errors.Is(r.err, ErrNotMaster) || len(r.ms) != 0 {
+			t.Fatalf("the waiting pop after demotion: %d messages, %v; want ErrNotMaster", len(r.ms), r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiting pop never woke")
 	}
 }

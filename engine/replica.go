@@ -205,6 +205,18 @@ func (e *Engine) checkMaster() error {
 	return nil
 }
 
+// checkPopMaster returns ErrNotMaster on a replica for op, a call that
+// changes a consumer group's pop state (pop, ack, change invisible time,
+// dead-letter): that state is the master's, and replicas get it with
+// its metadata, so a change made on a replica would be lost and its
+// receipt handles acknowledge nowhere. Pulls are served by replicas.
+func (e *Engine) checkPopMaster(op string) error {
+	if !e.repl.master.Load() {
+		return fmt.Errorf("%w: this broker is a replica, which does not support %s; use the master", ErrNotMaster, op)
+	}
+	return nil
+}
+
 // Promote makes the engine the master of epoch n: it waits for the
 // dispatcher to index everything received, records epoch n as starting
 // at the log's end (durably, before any write of the epoch), resumes
@@ -305,7 +317,9 @@ func (e *Engine) ReadFrames(off int64, dst []byte, max int) ([]byte, int64, erro
 // off, at the same offset of this replica's log, and returns the new end.
 // ep is the epoch the frames belong to (its number and start, as the
 // master recorded it): a newer epoch than the last one known is recorded
-// durably before the frames, and must start at off; the same epoch must
+// durably before the frames, and must start at off, or at the log's end
+// when off is the next segment's base (the master was promoted with too
+// little room left in its segment for the epoch's first record); the same epoch must
 // start where it was recorded (ErrEpochMismatch); an older one is refused
 // (ErrStaleEpoch). The frames are verified first (their magic, length,
 // checksum at their offset and padding); anything wrong stores nothing
@@ -324,7 +338,7 @@ func (e *Engine) Replicate(ep epoch.Entry, off int64, frames []byte) (int64, err
 	last, ok := e.repl.epochs.Last()
 	switch {
 	case !ok || ep.Epoch > last.Epoch:
-		if ep.Start != off {
+		if ep.Start != off && !e.startsAtSegmentEnd(ep, off) {
 			return e.log.EndOffset(), fmt.Errorf("%w: epoch %d starts at %d, its first records came at %d", ErrEpochMismatch, ep.Epoch, ep.Start, off)
 		}
 	case ep.Epoch < last.Epoch:
@@ -357,6 +371,16 @@ func (e *Engine) Replicate(ep epoch.Entry, off int64, frames []byte) (int64, err
 	e.disp.notify()
 	e.appended.Broadcast()
 	return end, nil
+}
+
+// startsAtSegmentEnd reports whether ep, a new epoch whose records come
+// at off, starts where this log ends, inside a segment, and off is the
+// next segment's base: the master was promoted at that end, and the
+// epoch's first record did not fit in the rest of the segment (its
+// transfer at the base may be empty: the master's log moved on to the
+// next segment). The epoch is recorded where the master recorded it.
+func (e *Engine) startsAtSegmentEnd(ep epoch.Entry, off int64) bool {
+	return ep.Start == e.log.EndOffset() && ep.Start%e.opts.SegmentSize != 0 && off == e.nextSegment(ep.Start)
 }
 
 // nextSegment returns the base of the segment after the one holding off.

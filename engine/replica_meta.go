@@ -128,15 +128,23 @@ func (e *Engine) ApplyMetadata(md Metadata) error {
 		pops = append(pops, r)
 	}
 	if len(pops) > 0 {
-		if err := e.meta.SavePopStates(pops, false); err != nil {
+		// Under popSaveMu: a flush that read a state held in memory (a
+		// demoted master's) before it is dropped here must not write it
+		// over the master's.
+		e.popSaveMu.Lock()
+		err := e.meta.SavePopStates(pops, false)
+		if err == nil {
+			// A state held in memory is stale now.
+			stale := make(map[popKey]bool, len(pops))
+			for _, r := range pops {
+				stale[popKey{r.Group, r.Topic, r.Queue}] = true
+			}
+			e.dropPops(func(k popKey) bool { return stale[k] })
+		}
+		e.popSaveMu.Unlock()
+		if err != nil {
 			return fmt.Errorf("engine: apply metadata: pop states: %w", err)
 		}
-		// A state held in memory (a demoted master's) is stale now.
-		stale := make(map[popKey]bool, len(pops))
-		for _, r := range pops {
-			stale[popKey{r.Group, r.Topic, r.Queue}] = true
-		}
-		e.dropPops(func(k popKey) bool { return stale[k] })
 	}
 	if len(md.PopHandleKey) > 0 {
 		cur, ok, err := e.meta.Secret(popKeyMetaHandles)

@@ -456,3 +456,162 @@ func TestPopStateReachesReplica(t *testing.T) {
 		t.Fatalf("a corrupt pop state: %v, want ErrInvalidArgument", err)
 	}
 }
+
+// A master promoted when its segment has too little room left for its
+// next record starts the epoch at its end, in that segment, and writes
+// the epoch's first record at the next segment's base. Its replica takes
+// the epoch there, both as an empty transfer at the base (copyFrames) and
+// with the first frames (the stream, which skips the segment's end), and
+// records it where the master did.
+func TestReplicateEpochStartingAtASegmentEnd(t *testing.T) {
+	const seg = 64 << 10
+	for _, tc := range []struct {
+		name  string
+		empty bool // an empty transfer at the base first
+	}{{"empty transfer at the base", true}, {"frames at the base", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			master := openTest(t, t.TempDir(), &Options{SegmentSize: seg})
+			defer master.Close()
+			replica := openTest(t, t.TempDir(), &Options{SegmentSize: seg, Replica: true})
+			defer replica.Close()
+			if err := master.Promote(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range []*Engine{master, replica} {
+				mustTopic(t, e, "T", 1)
+			}
+			body := strings.Repeat("x", 1000)
+			send := func() {
+				t.Helper()
+				if _, err := master.SendToQueue(ctx, newMsg("T", body), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send()
+			frame := replicaEnd(master)
+			for seg-replicaEnd(master)%seg >= frame { // fill the segment
+				send()
+			}
+			if err := copyFrames(master, replica, nil); err != nil {
+				t.Fatal(err)
+			}
+			start := replicaEnd(master)
+			if err := master.Promote(ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+			send()
+			if end := replicaEnd(master); end != seg+frame {
+				t.Fatalf("the epoch's first record ends at %d, want it at the next segment's base %d (+%d)", end, seg, frame)
+			}
+			ep := epoch.Entry{Epoch: 2, Start: start}
+			if tc.empty {
+				if _, err := replica.Replicate(ep, seg, nil); err != nil {
+					t.Fatalf("an empty transfer at the next segment's base: %v", err)
+				}
+			}
+			frames, _, err := master.ReadFrames(seg, nil, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := replica.Replicate(ep, seg, frames); err != nil {
+				t.Fatalf("the epoch's first frames at the next segment's base: %v", err)
+			}
+			if !slices.Equal(replica.Epochs(), master.Epochs()) || replicaEnd(replica) != replicaEnd(master) {
+				t.Fatalf("the replica ends at %d with epochs %v; the master at %d with %v", replicaEnd(replica), replica.Epochs(), replicaEnd(master), master.Epochs())
+			}
+			// Nowhere else: an epoch starting before the log's end, or
+			// with its records two segments on, is still refused.
+			r2 := openTest(t, t.TempDir(), &Options{SegmentSize: seg, Replica: true})
+			defer r2.Close()
+			if _, err := r2.Replicate(epoch.Entry{Epoch: 1, Start: 0}, seg, nil); !errors.Is(err, ErrEpochMismatch) {
+				t.Fatalf("an epoch starting at 0 offered at %d to an empty log: %v, want ErrEpochMismatch", seg, err)
+			}
+			if _, err := replica.Replicate(epoch.Entry{Epoch: 3, Start: replicaEnd(replica)}, 3*seg, nil); !errors.Is(err, ErrEpochMismatch) {
+				t.Fatalf("an epoch whose records come two segments on: %v, want ErrEpochMismatch", err)
+			}
+		})
+	}
+}
+
+// Pop state is the master's: a replica refuses pops, acknowledgements,
+// invisibility changes and dead-lettering with ErrNotMaster (the code
+// clients move on to the master for), before it changes anything, and
+// serves pulls. Promoted, it takes them.
+func TestReplicaRefusesPopWrites(t *testing.T) {
+	ctx := context.Background()
+	master := openTest(t, t.TempDir(), nil)
+	defer master.Close()
+	replica := openTest(t, t.TempDir(), &Options{Replica: true})
+	defer replica.Close()
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	mustTopic(t, master, "T", 1)
+	if err := master.CreateGroup(meta.Group{Name: "g", MaxAttempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := master.SendToQueue(ctx, newMsg("T", fmt.Sprint("m", i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := master.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	popped, err := master.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 2, Invisible: time.Minute})
+	if err != nil || len(popped) != 2 {
+		t.Fatalf("pop on the master: %d messages, %v", len(popped), err)
+	}
+	md, err := master.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyLog(t, master, replica)
+	if err := replica.ApplyMetadata(md); err != nil {
+		t.Fatal(err)
+	}
+	h := popped[0].Handle
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"pop", func() error {
+			_, err := replica.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 10, Invisible: time.Minute, Wait: time.Minute})
+			return err
+		}},
+		{"ack", func() error { return replica.Ack(ctx, "g", h) }},
+		{"ack batch", func() error { return errors.Join(replica.AckBatch(ctx, "g", []string{h, popped[1].Handle})...) }},
+		{"change invisible", func() error { _, err := replica.ChangeInvisible(ctx, "g", h, time.Second); return err }},
+		{"dead letter", func() error { return replica.DeadLetter(ctx, "g", h) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); !errors.Is(err, ErrNotMaster) {
+				t.Fatalf("%s on a replica: %v, want ErrNotMaster", tc.name, err)
+			}
+		})
+	}
+	if n := len(pullAll(t, replica, "T", 0, 0, nil)); n != 4 {
+		t.Fatalf("a pull from the replica: %d messages, want 4", n)
+	}
+	// Nothing the refused calls did stuck: promoted, the replica still
+	// has both messages in flight under the master's handles, and the
+	// other two to deliver.
+	if err := replica.Promote(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Ack(ctx, "g", h); err != nil {
+		t.Fatalf("ack on the promoted replica: %v", err)
+	}
+	again, err := replica.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 10, Invisible: time.Minute})
+	if err != nil || len(again) != 2 || again[0].Offset != 2 {
+		t.Fatalf("pop on the promoted replica: %d messages, %v; want offsets 2 and 3", len(again), err)
+	}
+	// A demoted master refuses them too.
+	if err := master.Demote(); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.Ack(ctx, "g", popped[1].Handle); !errors.Is(err, ErrNotMaster) {
+		t.Fatalf("ack on a demoted master: %v, want ErrNotMaster", err)
+	}
+}

@@ -357,13 +357,16 @@ func (e *Engine) DeleteTopic(name string) error {
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
+	e.popSaveMu.Lock()
 	if err := e.meta.DeleteTopic(name); err != nil {
+		e.popSaveMu.Unlock()
 		return err
 	}
+	e.dropPops(func(k popKey) bool { return k.topic == name })
+	e.popSaveMu.Unlock()
 	e.topics.Delete(name)
 	e.topicsGen.Add(1)
 	e.publish(Event{Kind: EventTopicDeleted, Topic: name})
-	e.dropPops(func(k popKey) bool { return k.topic == name })
 	if err := e.queues.DeleteTopic(name); err != nil {
 		return err
 	}
@@ -417,6 +420,8 @@ func (e *Engine) DeleteGroup(name string) error {
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
+	e.popSaveMu.Lock()
+	defer e.popSaveMu.Unlock()
 	if err := e.meta.DeleteGroup(name); err != nil {
 		return err
 	}

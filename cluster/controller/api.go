@@ -41,6 +41,7 @@ var codes = []struct {
 	{ErrUnknownGroup, "unknown-group", http.StatusNotFound},
 	{ErrUnknownBroker, "unknown-broker", http.StatusNotFound},
 	{ErrNoCandidate, "no-candidate", http.StatusServiceUnavailable},
+	{ErrPeers, "peers", http.StatusConflict},
 }
 
 type apiError struct {
@@ -53,6 +54,9 @@ type Status struct {
 	ID     string `json:"id"`
 	Leader string `json:"leader"`
 	Groups int    `json:"groups"`
+	// PeersMismatch says how this node's peer list differs from the
+	// one its quorum's leader was started with; empty when they agree.
+	PeersMismatch string `json:"peersMismatch,omitempty"`
 }
 
 const maxBody = 1 << 20
@@ -94,7 +98,11 @@ func (c *Controller) Handler() http.Handler {
 		reply(w, http.StatusOK, gs)
 	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, Status{ID: c.opts.ID, Leader: c.Leader(), Groups: len(c.Groups())})
+		st := Status{ID: c.opts.ID, Leader: c.Leader(), Groups: len(c.Groups())}
+		if p := c.peersWrong.Load(); p != nil {
+			st.PeersMismatch = *p
+		}
+		reply(w, http.StatusOK, st)
 	})
 	return mux
 }

@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -117,6 +119,11 @@ type Controller struct {
 	unwatch     chan struct{}
 	unwatchOnce sync.Once
 
+	// peersWrong, once set, says how this node's peer list differs
+	// from one a leader of its quorum was started with; the node then
+	// refuses brokers' requests (ErrPeers) until it is restarted.
+	peersWrong atomic.Pointer[string]
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -213,6 +220,7 @@ func Open(opts Options) (_ *Controller, err error) {
 		failed:      map[string]uint64{},
 		stop:        make(chan struct{}), done: make(chan struct{}),
 	}
+	c.fsm.onPeers = c.checkPeers
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
@@ -354,6 +362,9 @@ func (c *Controller) apply(cmd command) (Group, error) {
 	if !c.IsLeader() {
 		return Group{}, c.notLeader()
 	}
+	if err := c.peersErr(); err != nil && cmd.Peers == nil {
+		return Group{}, err
+	}
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return Group{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
@@ -370,6 +381,40 @@ func (c *Controller) apply(cmd command) (Group, error) {
 		return Group{}, fmt.Errorf("controller: raft answered %T", f.Response())
 	}
 	return res.Group, res.Err
+}
+
+// checkPeers compares the peer list a leader of the quorum was started
+// with to this node's. Raft does not: each node bootstraps from its own
+// list, and lists that disagree on an address go unnoticed until a
+// failover needs it. A difference is logged and makes this node refuse
+// brokers' requests with ErrPeers until it is restarted with the
+// quorum's list.
+func (c *Controller) checkPeers(theirs map[string]string) {
+	if maps.Equal(theirs, c.opts.Peers) {
+		return
+	}
+	list := func(m map[string]string) string {
+		var b strings.Builder
+		for i, id := range slices.Sorted(maps.Keys(m)) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(id + "=" + m[id])
+		}
+		return b.String()
+	}
+	reason := fmt.Sprintf("a leader of the quorum was started with --controller-peers %s, this controller with %s", list(theirs), list(c.opts.Peers))
+	if c.peersWrong.CompareAndSwap(nil, &reason) {
+		c.log.Error("controller: peer lists do not match; refusing brokers' requests until restarted with the quorum's list", "reason", reason)
+	}
+}
+
+// peersErr returns ErrPeers once checkPeers found the lists differ.
+func (c *Controller) peersErr() error {
+	if p := c.peersWrong.Load(); p != nil {
+		return fmt.Errorf("%w: %s", ErrPeers, *p)
+	}
+	return nil
 }
 
 func (c *Controller) notLeader() error {
@@ -401,6 +446,9 @@ func (c *Controller) Heartbeat(r HeartbeatRequest) (Group, error) {
 	if !c.ready() {
 		return Group{}, c.notLeader()
 	}
+	if err := c.peersErr(); err != nil {
+		return Group{}, err
+	}
 	g, err := c.Group(r.Group)
 	if err != nil {
 		return Group{}, err
@@ -420,6 +468,9 @@ func (c *Controller) Heartbeat(r HeartbeatRequest) (Group, error) {
 func (c *Controller) Elect(r ElectRequest) (Group, error) {
 	if !c.ready() {
 		return Group{}, c.notLeader()
+	}
+	if err := c.peersErr(); err != nil {
+		return Group{}, err
 	}
 	g, err := c.Group(r.Group)
 	if err != nil {
@@ -449,6 +500,9 @@ const WatchMaxDuration = time.Minute
 func (c *Controller) Watch(ctx context.Context, r WatchRequest) error {
 	if !c.ready() {
 		return c.notLeader()
+	}
+	if err := c.peersErr(); err != nil {
+		return err
 	}
 	g, err := c.Group(r.Group)
 	if err != nil {
@@ -579,6 +633,11 @@ func (c *Controller) watch() {
 		if leader && !was {
 			if err := c.raft.Barrier(c.opts.ApplyTimeout).Error(); err != nil {
 				c.log.Warn("new leader could not apply the log", "err", err)
+				continue
+			}
+			// Every node compares the list with its own.
+			if _, err := c.apply(command{Peers: maps.Clone(c.opts.Peers)}); err != nil {
+				c.log.Warn("new leader could not write its peer list", "err", err)
 				continue
 			}
 			c.mu.Lock()

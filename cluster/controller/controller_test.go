@@ -2,11 +2,14 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -403,4 +406,95 @@ func TestWatchClosedFailsOverAtOnce(t *testing.T) {
 	if g, err := cl.Elect(ctx, ElectRequest{Group: "broker-a", BrokerID: 1}); err != nil || g.MasterID != 1 {
 		t.Fatalf("electing 1 after its heartbeat resumed: %+v, %v", g, err)
 	}
+}
+
+// A controller started with a peer list that differs from its quorum's
+// (here c3 has another address for c2) learns the quorum's list from the
+// leader, logs the difference once, says it in its status and refuses
+// brokers' requests with ErrPeers; the leader goes on serving.
+func TestPeerListMismatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs elections")
+	}
+	lns := []net.Listener{listen(t), listen(t), listen(t)}
+	peers := map[string]string{}
+	for i, ln := range lns {
+		peers[fmt.Sprintf("c%d", i+1)] = ln.Addr().String()
+	}
+	wrong := maps.Clone(peers)
+	stray := listen(t) // an address nobody serves raft on
+	wrong["c2"] = stray.Addr().String()
+	stray.Close()
+
+	var logs syncBuffer
+	var nodes []*node
+	start := func(i int, p map[string]string, log *slog.Logger) *node {
+		c, err := Open(Options{ID: fmt.Sprintf("c%d", i+1), Peers: p, Dir: t.TempDir(), Listener: lns[i], Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := listen(t)
+		srv := &http.Server{Handler: c.Handler()}
+		go srv.Serve(api)
+		nd := &node{c: c, api: api.Addr().String(), srv: srv}
+		t.Cleanup(func() { nd.stop(t) })
+		return nd
+	}
+	// c1 and c2 agree and elect a leader between them; c3 joins later.
+	nodes = append(nodes, start(0, peers, quiet()), start(1, peers, quiet()))
+	lead := leader(t, nodes)
+	c3 := start(2, wrong, slog.New(slog.NewTextHandler(&logs, nil)))
+
+	deadline := time.Now().Add(15 * time.Second)
+	for c3.c.peersErr() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("c3 never noticed its peer list differs from the quorum's")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := strings.Count(logs.String(), "peer lists do not match"); n != 1 {
+		t.Fatalf("the difference is logged %d times, want once:\n%s", n, logs.String())
+	}
+	resp, err := http.Get("http://" + c3.api + "/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st Status
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(st.PeersMismatch, "c2="+peers["c2"]) {
+		t.Fatalf("c3's status %+v (%v) does not name the quorum's list", st, err)
+	}
+	// c3 refuses brokers' requests, with the reason, through the client.
+	if _, err := NewClient([]string{c3.api}).Heartbeat(context.Background(), HeartbeatRequest{Group: "broker-a", BrokerID: 1}); !errors.Is(err, ErrPeers) && !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a heartbeat to c3: %v, want ErrPeers or ErrNotLeader", err)
+	}
+	if _, err := c3.c.Register(RegisterRequest{Cluster: "C", Group: "broker-a", BrokerID: 1, Addr: "h:1", HAAddr: "h:2"}); !errors.Is(err, ErrPeers) && !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a registration at c3: %v", err)
+	}
+	// The leader, whose list is the quorum's, serves.
+	if lead.c.peersErr() != nil {
+		t.Fatalf("the leader refuses: %v", lead.c.peersErr())
+	}
+	if _, err := lead.c.Register(RegisterRequest{Cluster: "C", Group: "broker-a", BrokerID: 1, Addr: "h:1", HAAddr: "h:2"}); err != nil {
+		t.Fatalf("a registration at the leader: %v", err)
+	}
+}
+
+// syncBuffer is a log destination safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -21,6 +21,13 @@
 //     Options.AllowUncleanElection). The winner's set becomes {winner}
 //     and both epochs go up by one. No candidate: nothing changes
 //     (ErrNoCandidate).
+//   - peers: a node that starts to lead writes the peer list it was
+//     started with. Raft does not compare lists (each node bootstraps
+//     from its own), so every node compares this one with its own; a
+//     node whose list differs logs it, shows it in its status
+//     (peersMismatch) and refuses brokers' requests with ErrPeers until
+//     it is restarted with the quorum's list. A restart with another
+//     list than the stored configuration is refused at Open (ErrPeers).
 //
 // Heartbeats are not replicated: the leader keeps them in memory, and a
 // new leader counts every broker as seen at the moment it took over. The

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -14,14 +15,21 @@ import (
 type fsm struct {
 	mu sync.RWMutex
 	s  *state
+	// onPeers, when set, gets every peer list a leader wrote (and the
+	// one a restored snapshot holds): a side effect on this node only.
+	onPeers func(map[string]string)
 }
 
 var _ raft.FSM = (*fsm)(nil)
 
 func (f *fsm) Apply(l *raft.Log) any {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.s.apply(l.Data)
+	res := f.s.apply(l.Data)
+	f.mu.Unlock()
+	if res.Peers != nil && f.onPeers != nil {
+		f.onPeers(res.Peers)
+	}
+	return res
 }
 
 func (f *fsm) read(fn func(*state)) {
@@ -49,6 +57,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.s = s
 	f.mu.Unlock()
+	if s.Peers != nil && f.onPeers != nil {
+		f.onPeers(maps.Clone(s.Peers))
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -119,6 +120,10 @@ type command struct {
 	Register *RegisterRequest          `json:"register,omitempty"`
 	Alter    *AlterSyncStateSetRequest `json:"alter,omitempty"`
 	Elect    *elect                    `json:"elect,omitempty"`
+	// Peers is the peer list a node was started with, written when it
+	// starts to lead: every node compares it with its own (see
+	// Controller.checkPeers).
+	Peers map[string]string `json:"peers,omitempty"`
 }
 
 // result is what applying a command answers: the group after it, or why
@@ -126,11 +131,15 @@ type command struct {
 type result struct {
 	Group Group
 	Err   error
+	// Peers is the peer list a Peers command wrote.
+	Peers map[string]string
 }
 
 // state is the replicated state: every broker group by name.
 type state struct {
 	Groups map[string]*Group `json:"groups"`
+	// Peers is the peer list the latest leader was started with.
+	Peers map[string]string `json:"peers,omitempty"`
 }
 
 func newState() *state { return &state{Groups: map[string]*Group{}} }
@@ -143,7 +152,7 @@ func (s *state) apply(data []byte) result {
 		return result{Err: fmt.Errorf("%w: command: %w", ErrBadRequest, err)}
 	}
 	n := 0
-	for _, set := range []bool{c.Register != nil, c.Alter != nil, c.Elect != nil} {
+	for _, set := range []bool{c.Register != nil, c.Alter != nil, c.Elect != nil, c.Peers != nil} {
 		if set {
 			n++
 		}
@@ -156,6 +165,12 @@ func (s *state) apply(data []byte) result {
 		return s.register(c.Register)
 	case c.Alter != nil:
 		return s.alter(c.Alter)
+	case c.Peers != nil:
+		if len(c.Peers) == 0 {
+			return result{Err: fmt.Errorf("%w: an empty peer list", ErrBadRequest)}
+		}
+		s.Peers = maps.Clone(c.Peers)
+		return result{Peers: maps.Clone(c.Peers)}
 	default:
 		return s.elect(c.Elect)
 	}

@@ -231,6 +231,11 @@ func (m *Master) serveLink(ctx context.Context, c net.Conn, log Log) error {
 	case off > end:
 		return refuse(c, "the replica's log ends at %d, past the master's end %d", off, end)
 	}
+	// Only from where a record starts (or the log's end): an offset
+	// inside a record is a log that does not match the master's.
+	if _, _, err := log.ReadFrames(off, nil, 1); err != nil && !errors.Is(err, engine.ErrClosed) {
+		return refuse(c, "the replica asks from offset %d, not where a record starts in the master's log (%v): its log does not match the master's", off, err)
+	}
 	l := &link{id: hello.replicaID, addr: c.RemoteAddr().String(), since: time.Now(), acked: off}
 	m.add(l, end)
 	defer m.remove(l)

@@ -104,7 +104,7 @@ var statusCodes = []struct {
 	{engine.ErrClosed, rmqpb.Code_INTERNAL_ERROR},
 	{engine.ErrDiskFull, rmqpb.Code_INTERNAL_SERVER_ERROR},
 	{engine.ErrDiskFailed, rmqpb.Code_INTERNAL_SERVER_ERROR},
-	{engine.ErrNotMaster, rmqpb.Code_INTERNAL_SERVER_ERROR}, // as the proxy answers a slave store's SERVICE_NOT_AVAILABLE; clients retry
+	{engine.ErrNotMaster, rmqpb.Code_INTERNAL_SERVER_ERROR}, // a send, receive, ack or invisibility change on a replica: as the proxy answers a slave store's SERVICE_NOT_AVAILABLE; clients retry
 	{engine.ErrInSyncReplicasNotEnough, rmqpb.Code_HA_NOT_AVAILABLE},
 	{engine.ErrReplicaTimeout, rmqpb.Code_SLAVE_PERSISTENCE_TIMEOUT},
 	{engine.ErrTopicNotFound, rmqpb.Code_TOPIC_NOT_FOUND},

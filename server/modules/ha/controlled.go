@@ -120,7 +120,6 @@ func (c *controlled) run(ctx context.Context) {
 				}
 			}
 		} else {
-			c.lastErr = ""
 			c.act(ctx, g)
 		}
 		select {
@@ -149,8 +148,24 @@ func (c *controlled) watch(ctx context.Context) {
 	}
 }
 
-// act brings the broker to the role the group's record gives it.
+// act brings the broker to the role the group's record gives it. A
+// record of another group or cluster than this broker's (a confused
+// controller, or brokers configured apart) is refused: logged, and the
+// broker takes no writes on it.
 func (c *controlled) act(ctx context.Context, g controller.Group) {
+	if g.Name != c.reg.Group || g.Cluster != c.reg.Cluster {
+		err := fmt.Errorf("%w: the controller answered with the record of group %q in cluster %q; this broker is %q in cluster %q",
+			controller.ErrMismatch, g.Name, g.Cluster, c.reg.Group, c.reg.Cluster)
+		if s := err.Error(); s != c.lastErr {
+			c.lastErr = s
+			c.log.Error("ha: the controller's record is not this broker's group", "err", err)
+		}
+		if c.epoch != 0 || c.eng.Role() == engine.RoleMaster {
+			c.demote()
+		}
+		return
+	}
+	c.lastErr = ""
 	c.mu.Lock()
 	c.last, c.hasLast = g, true
 	c.mu.Unlock()
