@@ -100,8 +100,12 @@ func TestClusterAPI(t *testing.T) {
 	masterAddr, replicaAddr := master.Addr("broker").String(), replica.Addr("broker").String()
 	var v console.ClusterView
 	deadline := time.Now().Add(20 * time.Second)
-	for {
+	for first := true; ; first = false {
+		start := time.Now()
 		v = clusterOf(t, master)
+		if first {
+			t.Logf("GET /cluster, asking the name server and 3 brokers (one gone): %v", time.Since(start))
+		}
 		if len(v.Groups) == 2 && len(v.Groups[0].Brokers) == 2 && v.Groups[0].Brokers[1].LagBytes != nil && *v.Groups[0].Brokers[1].LagBytes == 0 &&
 			len(v.Groups[0].Brokers[0].InSync) == 2 && deref(v.Groups[0].Brokers[1].Epoch) == deref(v.Groups[0].Brokers[0].Epoch) {
 			break

@@ -100,10 +100,10 @@ func (a *API) cluster(r *request) (any, error) {
 // clusterView asks the name servers for this cluster's broker groups and
 // each broker for its runtime information.
 func (a *API) clusterView(ctx context.Context) *ClusterView {
-	self := ""
+	self, bound := "", ""
 	if a.o.Addrs != nil {
 		if b, ok := a.o.Addrs()["broker"]; ok {
-			self = dialableAddr(b)
+			self, bound = dialableAddr(b), b
 		}
 	}
 	v := &ClusterView{Cluster: a.o.Cluster, Source: "self", NameServers: []string{}, Groups: []BrokerGroup{}, At: time.Now().UnixMilli()}
@@ -131,7 +131,7 @@ func (a *API) clusterView(ctx context.Context) *ClusterView {
 	for gi := range groups {
 		for bi := range groups[gi].Brokers {
 			b := &groups[gi].Brokers[bi]
-			b.Self = self != "" && b.Addr == self && groups[gi].Name == a.o.Broker
+			b.Self = groups[gi].Name == a.o.Broker && isLocal(b.Addr, bound)
 			if b.Addr == "" {
 				continue
 			}
@@ -170,6 +170,44 @@ func dialableAddr(a string) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// isLocal reports whether addr, as the name servers know a broker, is
+// the broker listening on bound: the same address, or, for a listener on
+// every interface, its port on one of this host's addresses (a broker
+// registers the address it advertises, not the one it binds).
+func isLocal(addr, bound string) bool {
+	if addr == "" || bound == "" {
+		return false
+	}
+	if addr == bound || addr == dialableAddr(bound) {
+		return true
+	}
+	host, port, err := net.SplitHostPort(addr)
+	bhost, bport, berr := net.SplitHostPort(bound)
+	if err != nil || berr != nil || port != bport {
+		return false
+	}
+	if ip := net.ParseIP(bhost); bhost != "" && (ip == nil || !ip.IsUnspecified()) {
+		return false // bound to one address, which addr is not
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() {
+		return true
+	}
+	ifs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range ifs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // clusterInfo is the body of GET_BROKER_CLUSTER_INFO (Java ClusterInfo).
