@@ -93,7 +93,9 @@ const (
 )
 
 // deliveries is the engine's delivery history: a ring of records per
-// consumer group, in memory only (an engine that reopens starts empty).
+// consumer group, in memory, saved to a file at close and every
+// deliverySaveInterval while it changes, and read back at open (see
+// deliveries_persist.go).
 // Recording takes the group's mutex for a copy of one record.
 type deliveries struct {
 	groups  sync.Map // group → *groupDeliveries
@@ -122,6 +124,8 @@ type groupDeliveries struct {
 	recs []Delivery // grows to deliveryRing (or while slots last), then wraps at next
 	next int
 	full bool // recs grows no more
+	// dirty: a record came in since the history was last saved.
+	dirty bool
 	// commits is the last committed offset recorded per queue, so that a
 	// commit that moves nothing is not recorded again.
 	commits map[queueRef]int64
@@ -183,6 +187,7 @@ func (d *deliveries) add(group string, r Delivery) {
 // put appends r, overwriting the oldest record once the ring is full. The
 // caller holds g.mu.
 func (g *groupDeliveries) put(r Delivery) {
+	g.dirty = true
 	if !g.full {
 		limit := g.d.limit
 		if limit == 0 {
@@ -345,9 +350,10 @@ func (e *Engine) recordAcks(ctx context.Context, group, topic string, queue int3
 // message of an ordinary topic, as stored there), oldest first: the pulls
 // and pops that handed it or its retry copies out, the commits that
 // passed it (the first per queue), its acknowledgements, invisibility
-// changes, retries and dead letter. The history is kept in memory for the
-// latest 1,024 records of each group: older deliveries, and those before
-// the engine opened, are not found.
+// changes, retries and dead letter. The history keeps the latest 1,024
+// records of each group: older deliveries are not found. It survives a
+// restart: saved when the engine closes and every 30 seconds while it
+// changes, so a crash loses at most the last 30 seconds of it.
 func (e *Engine) Deliveries(group string, m *message.Message) []Delivery {
 	id := historyID(m)
 	all := e.history.all(group)

@@ -29,7 +29,10 @@
 // them, and what became of them (commits, acks, invisibility changes,
 // retries, dead letters); Deliveries answers what it holds of a message.
 // Recording one costs a copy under the group's mutex on the pull and pop
-// paths.
+// paths. The history is saved to the file "deliveries" of the engine's
+// directory when it closes and every 30 seconds while it changes (written
+// whole and renamed, with a CRC), and read back at open: a restart keeps
+// it, a crash loses at most its last 30 seconds.
 //
 // Replication: an engine is a master or a replica (Options.Replica,
 // Promote, Demote). A replica refuses sends with ErrNotMaster and stores

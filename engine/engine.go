@@ -151,6 +151,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		return nil, err
 	}
 	e.disk.Start()
+	e.loadDeliveries()
 	e.sched = timer.NewScheduler(e.timers, e.deliverDue, timer.SchedulerOptions{
 		OnError: func(err error) {
 			// The disk monitor said it once; a replica delivers once
@@ -161,7 +162,8 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	e.wg.Add(6)
+	e.wg.Add(7)
+	go e.deliverySaveLoop()
 	go e.transactionLoop()
 	go e.disp.run()
 	go e.popFlushLoop()
@@ -249,6 +251,7 @@ func (e *Engine) Close() error {
 	}
 	close(e.closing)
 	e.wg.Wait()
+	e.saveDeliveries(false)
 	return e.closeStores()
 }
 

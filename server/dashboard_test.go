@@ -365,6 +365,17 @@ func TestDashboardMetrics(t *testing.T) {
 	if n, ok := sum(samples, "rocketmq_rpc_latency_count", map[string]string{"cluster": "ClusterT", "protocol_type": "remoting", "request_code": "send_message", "response_code": "success"}); !ok || n < first+backlog {
 		t.Errorf("rocketmq_rpc_latency_count of send_message = %v (%v), want at least the %d sends", n, ok, first+backlog)
 	}
+	// The name server of the process: the broker registered, the
+	// clients asked for routes.
+	if n, ok := sum(samples, "rocketmq_rpc_latency_count", map[string]string{"cluster": "ClusterT", "node_type": "nameserver", "request_code": "register_broker", "response_code": "success"}); !ok || n < 1 {
+		t.Errorf("rocketmq_rpc_latency_count of the name server's register_broker = %v (%v), want the broker's registration", n, ok)
+	}
+	if n, ok := sum(samples, "rocketmq_rpc_latency_count", map[string]string{"cluster": "ClusterT", "node_type": "nameserver", "request_code": "get_routeinfo_by_topic"}); !ok || n < 1 {
+		t.Errorf("rocketmq_rpc_latency_count of the name server's get_routeinfo_by_topic = %v (%v), want the clients' route queries", n, ok)
+	}
+	if n, ok := sum(samples, "rocketmq_rpc_latency_count", map[string]string{"cluster": "ClusterT", "node_type": "broker", "request_code": "register_broker"}); ok && n > 0 {
+		t.Errorf("register_broker counted as the broker's: %v", n)
+	}
 	if n, ok := sum(samples, "rocketmq_producer_connections", map[string]string{"cluster": "ClusterT"}); !ok || n < 1 {
 		t.Errorf("rocketmq_producer_connections = %v (%v), want the producer", n, ok)
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
@@ -79,6 +80,17 @@ func (s *Server) httpServer(ms *metrics.Set) *http.Server {
 		Compiled:   compiled,
 		Status:     status,
 		Role:       role,
+		NameServers: func() []string {
+			// Those the broker registers with: its flag's, else this
+			// process's own name server.
+			if v := flagValue(s.o, "broker-namesrv", ""); v != "" {
+				return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
+			}
+			if a, ok := addrs["namesrv"]; ok {
+				return []string{a}
+			}
+			return nil
+		},
 	}))
 	ui := console.UI()
 	mux.Handle("GET /{$}", ui)

@@ -237,7 +237,8 @@ type Host struct {
 	Metrics prometheus.Registerer
 	// RPCLatency is rocketmq_rpc_latency, which front-ends feed with the
 	// time they take to answer each request (remoting and gRPC protocol
-	// modules); nil when the server keeps no RocketMQ metrics.
+	// modules; the name server feeds its NameServer histogram); nil when
+	// the server keeps no RocketMQ metrics.
 	RPCLatency *metrics.RPCLatency
 	// Addrs holds the bound address of every listener, keyed by module
 	// Name ("http" for the HTTP endpoint), for modules that advertise

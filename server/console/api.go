@@ -63,6 +63,10 @@ type Options struct {
 	// Routes are operations the server's modules add (the MQTT sessions,
 	// for one), served as the API's own: authorized, with its errors.
 	Routes []Route
+	// NameServers returns the name servers this node's broker registers
+	// with ("host:port"), for GET /cluster; none shows this broker alone.
+	// Optional.
+	NameServers func() []string
 }
 
 // Route is an operation a module adds to the API.
@@ -89,6 +93,8 @@ var ErrUnavailable = errors.New("not available now (starting or stopping)")
 type API struct {
 	o   Options
 	mux *http.ServeMux
+
+	clusterCache clusterCache
 }
 
 // route is one operation: what it does to which resource, for the
@@ -123,6 +129,7 @@ func New(o Options) *API {
 	}
 	routes := map[string]route{
 		"GET /api/v1/overview":                                 {hook.ActionGet, cluster, a.overview},
+		"GET /api/v1/cluster":                                  {hook.ActionGet, cluster, a.cluster},
 		"GET /api/v1/topics":                                   {hook.ActionList, cluster, a.listTopics},
 		"POST /api/v1/topics":                                  {hook.ActionCreate, func(r *http.Request) hook.Resource { return hook.Topic("") }, a.createTopic},
 		"GET /api/v1/topics/{topic}":                           {hook.ActionGet, topic, a.getTopic},

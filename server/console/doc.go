@@ -19,6 +19,16 @@
 // LagHistory, which the server runs, samples every group's lag so that
 // GET /groups/{group} gives the last minutes of it.
 //
+// GET /cluster is the node's cluster as the name servers its broker
+// registers with know it (GET_BROKER_CLUSTER_INFO over the remoting
+// protocol): each broker group with its brokers' ids, addresses and
+// roles, and from each broker's runtime information its master epoch,
+// in-sync set and replication lag; a broker that does not answer within
+// 500 ms is marked so. The view is kept for 3 seconds. Without a name
+// server, or when none answers, the node's broker is shown alone. The
+// remoting requests are not signed: with --auth on, a broker that wants a
+// signature is shown up with the refusal as its error.
+//
 // The API is part of the HTTP server rather than a module of its own: it
 // answers on the address of /healthz and /metrics and works on whatever
 // engine the server opened, whichever front-ends run.

@@ -52,8 +52,8 @@ const maxTraceRecords = 32
 // id), and the RocketMQ trace records clients sent for it to the trace
 // topic. Each delivery to a group and its outcome come from the engine's
 // delivery history (Engine.Deliveries), which holds the latest records of
-// each group since the engine opened; the retry and dead-letter copies
-// stand for them when it holds none.
+// each group and survives a restart (a crash loses its last 30 seconds);
+// the retry and dead-letter copies stand for them when it holds none.
 func (a *API) history(r *request) (any, error) {
 	m, err := lookupByID(r)
 	if err != nil {
@@ -114,8 +114,8 @@ func (a *API) history(r *request) (any, error) {
 			recorded[d.Kind] = true
 			h.Events = append(h.Events, deliveryEvent(g, d))
 		}
-		// The stored copies say as much after a restart, when the
-		// delivery history is gone.
+		// The stored copies say as much when the delivery history lost
+		// them (older than its records, or after a crash).
 		if rm, err := r.eng.MessageByIDInTopic(uniq, message.RetryTopic(g)); err == nil && !recorded[engine.DeliveryRetry] {
 			h.Events = append(h.Events, Event{At: rm.StoreTimestamp, Kind: "retry", Group: g, Topic: rm.Topic,
 				Detail: "failed " + itoa(int64(rm.ReconsumeTimes)) + " time(s); redelivery " + itoa(int64(rm.ReconsumeTimes)+1) + " scheduled"})

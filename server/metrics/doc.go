@@ -12,7 +12,8 @@
 // rocketmq_send_cost_time histogram the engine's SendLatency hook feeds;
 // RPCLatency is rocketmq_rpc_latency, fed by the remoting and gRPC
 // front-ends (Host.RPCLatency) with the time they take to answer each
-// request. grafana/karman.json is a dashboard on both sets.
+// request, and by the name server through RPCLatency.NameServer
+// (node_type "nameserver"). grafana/karman.json is a dashboard on both sets.
 //
 // Concurrency: the collector and the histogram are safe for concurrent use
 // (Prometheus scrapes while the engine observes).

@@ -36,6 +36,8 @@ const (
 	labelRequestCode  = "request_code"
 	labelResponseCode = "response_code"
 	nodeTypeBroker    = "broker"
+	// the name server's node_type in rocketmq_rpc_latency
+	nodeTypeNameServer = "nameserver"
 )
 
 // EngineFunc calls visit with the open engine and reports true, or
@@ -299,31 +301,55 @@ func ObserveSend(h *prometheus.HistogramVec, topic string, ms float64, err error
 	h.WithLabelValues(topic, status).Observe(ms)
 }
 
-// RPCLatency is rocketmq_rpc_latency: how long the broker took to answer
+// RPCLatency is rocketmq_rpc_latency: how long the node took to answer
 // each request, in milliseconds, by protocol_type (remoting, grpc),
 // request_code and response_code, with RocketMQ's buckets. Observing
 // resolves a series once per label set and keeps it, so that an
 // observation costs a map read and the histogram's own atomics.
+//
+// The broker's requests carry node_type "broker"; NameServer returns the
+// histogram of the name server in the same process, node_type
+// "nameserver", collected with it.
 type RPCLatency struct {
 	vec   *prometheus.HistogramVec
 	named sync.Map // [3]string → prometheus.Observer
+	ns    *RPCLatency
 }
 
-// NewRPCLatency returns the histogram of the broker node of cluster.
+// NewRPCLatency returns the histogram of the node of cluster.
 func NewRPCLatency(cluster, node string) *RPCLatency {
+	l := newRPCLatency(cluster, nodeTypeBroker, node)
+	l.ns = newRPCLatency(cluster, nodeTypeNameServer, node)
+	return l
+}
+
+func newRPCLatency(cluster, nodeType, node string) *RPCLatency {
 	return &RPCLatency{vec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:        "rocketmq_rpc_latency",
-		ConstLabels: prometheus.Labels{labelCluster: cluster, labelNodeType: nodeTypeBroker, labelNodeID: node},
-		Help:        "Time the broker took to answer a request, from its routing to its answer (long polls included), in milliseconds.",
+		ConstLabels: prometheus.Labels{labelCluster: cluster, labelNodeType: nodeType, labelNodeID: node},
+		Help:        "Time the broker or name server took to answer a request, from its routing to its answer (long polls included), in milliseconds.",
 		Buckets:     []float64{1, 3, 5, 10, 100, 1000, 3000},
 	}, []string{labelProtocol, labelRequestCode, labelResponseCode})}
 }
 
+// NameServer returns the histogram the name server's requests go to.
+func (l *RPCLatency) NameServer() *RPCLatency { return l.ns }
+
 // Describe implements prometheus.Collector.
-func (l *RPCLatency) Describe(ch chan<- *prometheus.Desc) { l.vec.Describe(ch) }
+func (l *RPCLatency) Describe(ch chan<- *prometheus.Desc) {
+	l.vec.Describe(ch)
+	if l.ns != nil {
+		l.ns.vec.Describe(ch)
+	}
+}
 
 // Collect implements prometheus.Collector.
-func (l *RPCLatency) Collect(ch chan<- prometheus.Metric) { l.vec.Collect(ch) }
+func (l *RPCLatency) Collect(ch chan<- prometheus.Metric) {
+	l.vec.Collect(ch)
+	if l.ns != nil {
+		l.ns.vec.Collect(ch)
+	}
+}
 
 // Observe records one request of protocol. request and response must come
 // from bounded sets (the routes served, their answers' codes): each label

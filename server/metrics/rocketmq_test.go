@@ -245,24 +245,26 @@ func TestRPCLatency(t *testing.T) {
 	observe(10, 0, 200*time.Millisecond)
 	observe(10, 1, time.Millisecond)
 	l.Observe("grpc", "SendMessage", "OK", 4*time.Millisecond)
+	l.NameServer().Observe("remoting", "register_broker", "success", 20*time.Millisecond)
 	if names != 2 {
 		t.Errorf("codes named %d times, want once per pair", names)
 	}
 	want := `
-# HELP rocketmq_rpc_latency Time the broker took to answer a request, from its routing to its answer (long polls included), in milliseconds.
+# HELP rocketmq_rpc_latency Time the broker or name server took to answer a request, from its routing to its answer (long polls included), in milliseconds.
 # TYPE rocketmq_rpc_latency histogram
 `
 	for _, s := range []struct {
-		proto, req, resp string
-		count            int
-		sum              float64
-		le               [7]int // 1 3 5 10 100 1000 3000
+		node, proto, req, resp string
+		count                  int
+		sum                    float64
+		le                     [7]int // 1 3 5 10 100 1000 3000
 	}{
-		{"grpc", "SendMessage", "OK", 1, 4, [7]int{0, 0, 1, 1, 1, 1, 1}},
-		{"remoting", "code_10", "answer_0", 2, 202, [7]int{0, 1, 1, 1, 1, 2, 2}},
-		{"remoting", "code_10", "answer_1", 1, 1, [7]int{1, 1, 1, 1, 1, 1, 1}},
+		{"broker", "grpc", "SendMessage", "OK", 1, 4, [7]int{0, 0, 1, 1, 1, 1, 1}},
+		{"broker", "remoting", "code_10", "answer_0", 2, 202, [7]int{0, 1, 1, 1, 1, 2, 2}},
+		{"broker", "remoting", "code_10", "answer_1", 1, 1, [7]int{1, 1, 1, 1, 1, 1, 1}},
+		{"nameserver", "remoting", "register_broker", "success", 1, 20, [7]int{0, 0, 0, 0, 1, 1, 1}},
 	} {
-		labels := fmt.Sprintf(`cluster="C",node_id="n",node_type="broker",protocol_type="%s",request_code="%s",response_code="%s"`, s.proto, s.req, s.resp)
+		labels := fmt.Sprintf(`cluster="C",node_id="n",node_type="%s",protocol_type="%s",request_code="%s",response_code="%s"`, s.node, s.proto, s.req, s.resp)
 		for i, le := range []string{"1", "3", "5", "10", "100", "1000", "3000"} {
 			want += fmt.Sprintf("rocketmq_rpc_latency_bucket{%s,le=\"%s\"} %d\n", labels, le, s.le[i])
 		}

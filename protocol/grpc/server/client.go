@@ -117,7 +117,48 @@ func (w sessionStream) RecvMsg(m any) error {
 	return err
 }
 
-func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+// streamInterceptor serves a streaming call; with Options.Latency, a call
+// whose client sends one request (ReceiveMessage, PullMessage) is
+// observed like a unary one: from its start until its last response, with
+// the code of the first status it sends. Telemetry, a session rather than
+// an exchange, is not.
+func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if s.opts.Latency == nil || info == nil || info.IsClientStream {
+		return s.stream(srv, ss, h)
+	}
+	start := time.Now()
+	ls := &latencyStream{ServerStream: ss}
+	err := s.stream(srv, ls, h)
+	code := ls.code
+	if code == "" {
+		st, ok := status.FromError(err)
+		if !ok {
+			st = status.FromContextError(err)
+		}
+		code = st.Code().String()
+	}
+	s.opts.Latency(info.FullMethod[strings.LastIndexByte(info.FullMethod, '/')+1:], code, time.Since(start))
+	return err
+}
+
+// latencyStream keeps the code of the first status a streaming call
+// sends.
+type latencyStream struct {
+	grpc.ServerStream
+	code string
+}
+
+func (l *latencyStream) SendMsg(m any) error {
+	if l.code == "" {
+		if st, ok := m.(interface{ GetStatus() *rmqpb.Status }); ok && st.GetStatus() != nil {
+			l.code = st.GetStatus().GetCode().String()
+		}
+	}
+	return l.ServerStream.SendMsg(m)
+}
+
+// stream serves one streaming call.
+func (s *Server) stream(srv any, ss grpc.ServerStream, h grpc.StreamHandler) error {
 	ctx := ss.Context()
 	if !s.hooked {
 		return h(srv, sessionStream{ss, s.attach(ctx), callNamespace(ctx)})

@@ -92,9 +92,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Latency, when set, is called after each unary call with its method
 	// (SendMessage), the code of its answer's status (OK, BAD_REQUEST,
-	// ...; the gRPC status code when it has none) and its duration.
-	// Streaming calls (ReceiveMessage, Telemetry) are not observed. It
-	// runs on the call's goroutine: keep it cheap.
+	// ...; the gRPC status code when it has none) and its duration. The
+	// calls that answer one request with a stream (ReceiveMessage,
+	// PullMessage) are observed once each, until their last response, with
+	// the code of the first status they send; Telemetry, a session, is
+	// not. It runs on the call's goroutine: keep it cheap.
 	Latency func(method, code string, d time.Duration)
 }
 

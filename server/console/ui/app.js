@@ -115,7 +115,22 @@ async function overview() {
   const rates = new Chart("Messages per second", ["in", "out"], 5 * 60e3);
   const disk = new Chart("Disk", ["commit log", "file system used"], 5 * 60e3, "bytes");
   const extra = el("div");
-  main.replaceChildren(el("h1", {}, "Overview"), cards, el("div", { class: "charts" }, rates.node, disk.node), extra);
+  const clusterBox = el("div", { id: "cluster" });
+  main.replaceChildren(el("h1", {}, "Overview"), cards, el("div", { class: "charts" }, rates.node, disk.node), clusterBox, extra);
+  // The cluster's broker groups, as the name servers know them.
+  every(5000, async () => {
+    let c;
+    try { c = await api("GET", "/cluster"); } catch (e) { clusterBox.replaceChildren(el("h2", {}, "Cluster"), errorBox(e)); return; }
+    const note = c.source === "self" ? "this broker alone" + (c.error ? " (" + c.error + ")" : " (it registers with no name server)")
+      : "from name server " + c.nameServers.join(", ");
+    const rows = c.groups.flatMap((g) => g.brokers.map((b) => el("tr", { "data-broker": g.name + "/" + b.id, class: b.self ? "self" : "" },
+      cell(g.name), cell(String(b.id), true), cell(b.addr), cell(b.role), cell(b.epoch === undefined ? "-" : String(b.epoch), true),
+      cell(b.inSync ? b.inSync.join(", ") : "-"),
+      cell(b.lagBytes !== undefined ? bytes(b.lagBytes) : b.replicaLagBytes ? Object.entries(b.replicaLagBytes).map(([id, n]) => id + ": " + bytes(n)).join(", ") : "-", true),
+      cell(b.reachable ? (b.self ? "this node" : "up") + (b.error ? " · " + b.error : "") : "no answer: " + b.error))));
+    clusterBox.replaceChildren(el("h2", {}, "Cluster " + c.cluster), el("p", { class: "muted", id: "cluster-source" }, note),
+      table(["Broker group", "ID#", "Address", "Role", "Epoch#", "In sync", "Lag#", "State"], rows));
+  });
   // moduleTables shows replication, the plugins and the modules compiled in.
   function moduleTables(o) {
     const st = o.status || {}, ha = st["cluster.ha"], pl = st["plugin.process"];

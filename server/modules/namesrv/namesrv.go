@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/karmanmq/karman/engine/hook"
 	remoting "github.com/karmanmq/karman/protocol/remoting/namesrv"
 	"github.com/karmanmq/karman/protocol/remoting/server"
+	"github.com/karmanmq/karman/protocol/remoting/wire"
 	karman "github.com/karmanmq/karman/server"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -87,7 +89,15 @@ func Start(_ context.Context, h karman.Host) (stop func(context.Context) error, 
 	proc := remoting.New(routes{table}, kv, remoting.Options{Logger: h.Logger, Hooks: hooks})
 	mux := server.NewMux()
 	proc.Mount(mux)
-	srv := server.New(mux, server.Options{Logger: h.Logger, OnClose: proc.ConnClosed})
+	so := server.Options{Logger: h.Logger, OnClose: proc.ConnClosed}
+	if h.RPCLatency != nil {
+		// rocketmq_rpc_latency, node_type "nameserver".
+		observe := h.RPCLatency.NameServer().Coded("remoting", codeNames)
+		so.Latency = func(req wire.RequestCode, resp wire.ResponseCode, d time.Duration) {
+			observe(int32(req), int32(resp), d)
+		}
+	}
+	srv := server.New(mux, so)
 
 	if h.Metrics != nil {
 		for _, c := range []prometheus.Collector{
@@ -130,4 +140,14 @@ func Start(_ context.Context, h karman.Host) (stop func(context.Context) error, 
 		}
 		return err
 	}, nil
+}
+
+// codeNames labels a request and its answer for rocketmq_rpc_latency:
+// the codes' names in lower case, "none" for a request not answered.
+func codeNames(req, resp int32) (string, string) {
+	answer := "none"
+	if resp != int32(server.NoResponse) {
+		answer = strings.ToLower(wire.ResponseCode(resp).String())
+	}
+	return strings.ToLower(wire.RequestCode(req).String()), answer
 }

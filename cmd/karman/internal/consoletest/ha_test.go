@@ -68,6 +68,15 @@ func TestReplicationOnOverview(t *testing.T) {
 	if row := waitText(t, ctx, "tr[data-replica]", "yes"); !strings.Contains(row, "0 B") {
 		t.Errorf("the replica's row %q, want in sync with no lag", row)
 	}
+	// The cluster table: both brokers of the group, from the name
+	// server, with their roles; the master's in-sync set holds both.
+	waitText(t, ctx, "#cluster-source", "from name server "+master.Addr("namesrv").String())
+	if row := waitText(t, ctx, `tr[data-broker="broker-a/0"]`, "this node"); !strings.Contains(row, "master") || !strings.Contains(row, master.Addr("broker").String()) {
+		t.Errorf("the master's cluster row %q", row)
+	}
+	if row := waitText(t, ctx, "#cluster tbody tr:nth-child(2)", "replica"); !strings.Contains(row, replica.Addr("broker").String()) || !strings.Contains(row, "up") {
+		t.Errorf("the replica's cluster row %q", row)
+	}
 	screenshot(t, ctx, "overview-master")
 
 	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+replica.Addr("http").String()+"/#/overview")); err != nil {
@@ -75,5 +84,6 @@ func TestReplicationOnOverview(t *testing.T) {
 	}
 	waitText(t, ctx, "#node", "(replica)")
 	waitText(t, ctx, "#replication", "replica of "+haAddr+" · 0 B behind")
+	waitText(t, ctx, "#cluster tbody tr.self", "replica")
 	screenshot(t, ctx, "overview-replica")
 }
