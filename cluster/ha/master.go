@@ -263,8 +263,11 @@ func (m *Master) readAcks(r *bufio.Reader, c net.Conn, l *link, log Log) error {
 			// confused or lying peer must not make sends look safe.
 			return fmt.Errorf("%w: acknowledgement of %d, past the master's end %d", ErrProtocol, msg.offset, end)
 		}
-		m.ack(l, msg.offset, end)
-		log.ReplicasAcked()
+		// Only a master that waits holds back what its engine indexes
+		// (Confirmed); the others' engines need no word of an ack.
+		if m.ack(l, msg.offset, end) && m.Waits() {
+			log.ReplicasAcked()
+		}
 	}
 }
 
@@ -410,15 +413,22 @@ func (m *Master) remove(l *link) {
 	m.opts.Logger.Info("ha: replica disconnected", "replica", l.id, "remote", l.addr, "acked", l.acked)
 }
 
-func (m *Master) ack(l *link, off, end int64) {
+// ack records that l holds the log below off (the master's ending at
+// end) and reports whether l's acknowledged offset moved; only then are
+// WaitReplicated's waiters woken.
+func (m *Master) ack(l *link, off, end int64) bool {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	moved := off > l.acked
 	l.acked = max(l.acked, off)
 	l.lag = end - l.acked
 	if l.acked >= end {
 		l.caughtUp = time.Now()
 	}
-	m.signal()
-	m.mu.Unlock()
+	if moved {
+		m.signal()
+	}
+	return moved
 }
 
 // signal wakes WaitReplicated. Called with mu held.
@@ -502,6 +512,10 @@ func (m *Master) Confirmed(end int64) int64 {
 	slices.Sort(acks)
 	return min(end, acks[len(acks)-need])
 }
+
+// Waits reports whether WaitReplicated may wait: with sync replication
+// and more than one member required (engine.Waiter).
+func (m *Master) Waits() bool { return m.opts.Sync && m.opts.MinInSync > 1 }
 
 // WaitReplicated returns once MinInSync members, the master included,
 // hold the log below end, or engine.ErrReplicaTimeout after AckTimeout.
