@@ -91,10 +91,28 @@ func (e *Engine) readableEnd(end int64) int64 {
 	return min(lim, end)
 }
 
+// Waiter is what a Replicator may also implement to say whether its
+// WaitReplicated ever waits: an async master's never does.
+type Waiter interface {
+	// Waits reports whether WaitReplicated may block. The answer must
+	// not change over the Replicator's life.
+	Waits() bool
+}
+
 // WaitsForReplicas reports whether sends may wait for replicas
-// (Options.Replicator is set): front-ends that answer on their reading
-// goroutine hand such sends off, as they do with FlushSync.
-func (e *Engine) WaitsForReplicas() bool { return e.opts.Replicator != nil }
+// (Options.Replicator is set and, when it implements Waiter, waits):
+// front-ends that answer on their reading goroutine hand such sends
+// off, as they do with FlushSync.
+func (e *Engine) WaitsForReplicas() bool {
+	r := e.opts.Replicator
+	if r == nil {
+		return false
+	}
+	if w, ok := r.(Waiter); ok {
+		return w.Waits()
+	}
+	return true
+}
 
 // WaitAppended returns once the commit log ends past off (something was
 // appended or replicated at or after off), or ctx ends, or the engine

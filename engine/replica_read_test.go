@@ -83,3 +83,35 @@ func TestMasterReadsOnlyWhatReplicasHold(t *testing.T) {
 		t.Fatalf("queue end %d after promotion, want 2", n)
 	}
 }
+
+// waiting is a Replicator that says whether it waits.
+type waiting struct {
+	confirmAt
+	waits bool
+}
+
+func (w *waiting) Waits() bool { return w.waits }
+
+// Front-ends hand a send off to another goroutine only when the
+// Replicator may make it wait: not without one, not for one that says it
+// never waits (an async master), and for one that says nothing.
+func TestWaitsForReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Replicator
+		want bool
+	}{
+		{"none", nil, false},
+		{"silent", &confirmAt{}, true},
+		{"never waits", &waiting{waits: false}, false},
+		{"waits", &waiting{waits: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := openTest(t, t.TempDir(), &Options{Replicator: tc.r})
+			defer e.Close()
+			if got := e.WaitsForReplicas(); got != tc.want {
+				t.Fatalf("WaitsForReplicas() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -75,7 +75,11 @@
 // message stored but not confirmed). A replica is in sync while it holds
 // everything, or held everything within MaxLag. An acknowledgement means
 // the replica stored the records in its mapped log (it survives the
-// replica process's crash), not that it synced them to disk.
+// replica process's crash), not that it synced them to disk. A replica
+// acknowledges once for the transfers it already holds whole in its
+// read buffer, and an acknowledgement wakes only the sends it confirms.
+// A master without sync replication is an engine.Waiter that never
+// waits, so front-ends answer its sends as a single broker's.
 //
 // # Concurrency
 //

@@ -443,3 +443,79 @@ func TestConfirmed(t *testing.T) {
 		t.Fatalf("async: confirmed %d, want the end", got)
 	}
 }
+
+// An ack wakes the sends it confirms and only those; with two members
+// required of three, a send waits for the second-highest ack; a send
+// whose context ends leaves no waiter behind.
+func TestWaitReplicatedWakesWhatIsHeld(t *testing.T) {
+	m := NewMaster(MasterOptions{Sync: true, MinInSync: 3, AckTimeout: time.Minute, Logger: quiet})
+	r1 := &link{id: "r1", caughtUp: time.Now()}
+	r2 := &link{id: "r2", caughtUp: time.Now()}
+	m.add(r1, 0)
+	m.add(r2, 0)
+	ends := []int64{100, 200, 300}
+	done := make([]chan error, len(ends))
+	for i, end := range ends {
+		done[i] = make(chan error, 1)
+		go func() { done[i] <- m.WaitReplicated(context.Background(), end) }()
+	}
+	eventually(t, "three sends waiting", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.waiters) == len(ends)
+	})
+	waiting := func(i int) bool {
+		select {
+		case err := <-done[i]:
+			t.Fatalf("send to %d returned %v before it was held", ends[i], err)
+		default:
+		}
+		return true
+	}
+	count := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.waiters)
+	}
+	m.ack(r1, 250, 300) // one replica of the two required
+	for i := range ends {
+		waiting(i)
+	}
+	if n := count(); n != len(ends) {
+		t.Fatalf("%d waiters left after one replica's ack, want %d", n, len(ends))
+	}
+	m.ack(r2, 200, 300) // both hold 200: the sends to 100 and 200
+	for i := range 2 {
+		if err := <-done[i]; err != nil {
+			t.Fatalf("send to %d: %v", ends[i], err)
+		}
+	}
+	waiting(2)
+	m.mu.Lock()
+	left := len(m.waiters)
+	m.mu.Unlock()
+	if left != 1 {
+		t.Fatalf("%d waiters left, want the send to 300", left)
+	}
+	m.ack(r2, 300, 300) // r1 still at 250
+	waiting(2)
+	if n := count(); n != 1 {
+		t.Fatalf("%d waiters left, want the send to 300", n)
+	}
+	m.ack(r1, 300, 300)
+	if err := <-done[2]; err != nil {
+		t.Fatalf("send to 300: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.WaitReplicated(ctx, 400); !errors.Is(err, engine.ErrReplicaTimeout) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled send: %v, want ErrReplicaTimeout and context.Canceled", err)
+	}
+	m.mu.Lock()
+	left = len(m.waiters)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d waiters left after the cancelled send", left)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"slices"
 	"sync"
@@ -112,7 +113,10 @@ type Master struct {
 
 	mu       sync.Mutex
 	replicas map[*link]struct{}
-	changed  chan struct{} // closed and replaced when an ack arrives or a link ends
+	// waiters are WaitReplicated's sends, each woken (its channel
+	// closed, and removed) once enough members hold its end: an ack
+	// wakes only the sends it confirms.
+	waiters []*waiter
 
 	// leaseEnd, when not zero, is the time (Unix ns) past which writes
 	// are refused: see ExtendLease.
@@ -132,7 +136,7 @@ var _ engine.Replicator = (*Master)(nil)
 // NewMaster returns a Master; Serve runs it.
 func NewMaster(o MasterOptions) *Master {
 	o.ensureDefaults()
-	return &Master{opts: o, replicas: map[*link]struct{}{}, changed: make(chan struct{})}
+	return &Master{opts: o, replicas: map[*link]struct{}{}}
 }
 
 // link is one replica's connection.
@@ -268,8 +272,11 @@ func (m *Master) readAcks(r *bufio.Reader, c net.Conn, l *link, log Log) error {
 			// confused or lying peer must not make sends look safe.
 			return fmt.Errorf("%w: acknowledgement of %d, past the master's end %d", ErrProtocol, msg.offset, end)
 		}
-		m.ack(l, msg.offset, end)
-		log.ReplicasAcked()
+		// Only a master that waits holds back what its engine indexes
+		// (Confirmed); the others' engines need no word of an ack.
+		if m.ack(l, msg.offset, end) && m.Waits() {
+			log.ReplicasAcked()
+		}
 	}
 }
 
@@ -415,21 +422,74 @@ func (m *Master) remove(l *link) {
 	m.opts.Logger.Info("ha: replica disconnected", "replica", l.id, "remote", l.addr, "acked", l.acked)
 }
 
-func (m *Master) ack(l *link, off, end int64) {
+// ack records that l holds the log below off (the master's ending at
+// end) and reports whether l's acknowledged offset moved; only then are
+// WaitReplicated's waiters woken.
+func (m *Master) ack(l *link, off, end int64) bool {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	moved := off > l.acked
 	l.acked = max(l.acked, off)
 	l.lag = end - l.acked
 	if l.acked >= end {
 		l.caughtUp = time.Now()
 	}
-	m.signal()
-	m.mu.Unlock()
+	if moved {
+		m.signal()
+	}
+	return moved
 }
 
-// signal wakes WaitReplicated. Called with mu held.
+// waiter is one WaitReplicated call waiting for the log below end.
+type waiter struct {
+	end int64
+	ch  chan struct{}
+}
+
+// signal wakes the WaitReplicated calls whose end enough members now
+// hold. Called with mu held.
 func (m *Master) signal() {
-	close(m.changed)
-	m.changed = make(chan struct{})
+	if len(m.waiters) == 0 {
+		return
+	}
+	held := m.heldLocked()
+	kept := m.waiters[:0]
+	for _, w := range m.waiters {
+		if w.end <= held {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(m.waiters[len(kept):])
+	m.waiters = kept
+}
+
+// heldLocked returns the offset below which MinInSync members, the
+// master included, hold the log (not capped at its end), or -1 when too
+// few replicas are connected. Called with mu held.
+func (m *Master) heldLocked() int64 {
+	need := m.opts.MinInSync - 1
+	if need <= 0 {
+		return math.MaxInt64
+	}
+	var buf [8]int64
+	acks := buf[:0]
+	for l := range m.replicas {
+		acks = append(acks, l.acked)
+	}
+	if len(acks) < need {
+		return -1
+	}
+	slices.Sort(acks)
+	return acks[len(acks)-need]
+}
+
+// dropWaiter removes w, if still there. Called with mu held.
+func (m *Master) dropWaiter(w *waiter) {
+	if i := slices.Index(m.waiters, w); i >= 0 {
+		m.waiters = slices.Delete(m.waiters, i, i+1)
+	}
 }
 
 // inSync reports whether l counts as in sync now. Called with mu held.
@@ -493,20 +553,15 @@ func (m *Master) Confirmed(end int64) int64 {
 	if !m.opts.Sync || m.opts.MinInSync <= 1 {
 		return end
 	}
-	need := m.opts.MinInSync - 1
 	m.mu.Lock()
-	var buf [8]int64
-	acks := buf[:0]
-	for l := range m.replicas {
-		acks = append(acks, l.acked)
-	}
+	held := m.heldLocked()
 	m.mu.Unlock()
-	if len(acks) < need {
-		return 0
-	}
-	slices.Sort(acks)
-	return min(end, acks[len(acks)-need])
+	return max(0, min(end, held))
 }
+
+// Waits reports whether WaitReplicated may wait: with sync replication
+// and more than one member required (engine.Waiter).
+func (m *Master) Waits() bool { return m.opts.Sync && m.opts.MinInSync > 1 }
 
 // WaitReplicated returns once MinInSync members, the master included,
 // hold the log below end, or engine.ErrReplicaTimeout after AckTimeout.
@@ -515,27 +570,38 @@ func (m *Master) WaitReplicated(ctx context.Context, end int64) error {
 	if !m.opts.Sync || m.opts.MinInSync <= 1 {
 		return nil
 	}
+	m.mu.Lock()
+	if m.heldLocked() >= end {
+		m.mu.Unlock()
+		return nil
+	}
+	w := &waiter{end: end, ch: make(chan struct{})}
+	m.waiters = append(m.waiters, w)
+	m.mu.Unlock()
 	t := time.NewTimer(m.opts.AckTimeout)
 	defer t.Stop()
-	for {
-		m.mu.Lock()
-		n := 1
-		for l := range m.replicas {
-			if l.acked >= end {
-				n++
-			}
-		}
-		ch := m.changed
-		m.mu.Unlock()
-		if n >= m.opts.MinInSync {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-t.C:
-			return fmt.Errorf("%w: %d of the %d members required hold it after %s", engine.ErrReplicaTimeout, n, m.opts.MinInSync, m.opts.AckTimeout)
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", engine.ErrReplicaTimeout, ctx.Err())
+	var why error
+	select {
+	case <-w.ch:
+		return nil
+	case <-t.C:
+		why = fmt.Errorf("after %s", m.opts.AckTimeout)
+	case <-ctx.Done():
+		why = ctx.Err()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-w.ch: // woken as it gave up: the members hold it
+		return nil
+	default:
+	}
+	m.dropWaiter(w)
+	n := 1
+	for l := range m.replicas {
+		if l.acked >= end {
+			n++
 		}
 	}
+	return fmt.Errorf("%w: %d of the %d members required hold it: %w", engine.ErrReplicaTimeout, n, m.opts.MinInSync, why)
 }

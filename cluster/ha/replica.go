@@ -3,6 +3,7 @@ package ha
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,6 +164,7 @@ func (r *Replica) Session(ctx context.Context, addr string) error {
 	}
 	r.opts.Logger.Info("ha: replicating", "master", addr, "from", end, "master_end", welcome.end)
 	var buf []byte
+	unacked := false // a transfer stored and not acknowledged yet
 	for {
 		c.SetReadDeadline(time.Now().Add(r.opts.Timeout))
 		var m *message
@@ -184,6 +186,12 @@ func (r *Replica) Session(ctx context.Context, addr string) error {
 			if err := r.store.ApplyMetadata(md); err != nil {
 				r.opts.Logger.Warn("ha: metadata not all applied", "err", err)
 			}
+			if unacked && !wholeBuffered(br) {
+				if err := ack(end); err != nil {
+					return err
+				}
+				unacked = false
+			}
 			continue
 		}
 		if m.typ != typeTransfer {
@@ -195,10 +203,31 @@ func (r *Replica) Session(ctx context.Context, addr string) error {
 				return fmt.Errorf("ha: replicate %d bytes at %d: %w", len(m.frames), m.offset, err)
 			}
 		}
+		// One ack for every transfer already read: when the next message
+		// is whole in the buffer, it is handled before the master hears
+		// of either, and nothing waits on the network meanwhile.
+		if wholeBuffered(br) {
+			unacked = true
+			continue
+		}
 		if err := ack(end); err != nil {
 			return err
 		}
+		unacked = false
 	}
+}
+
+// wholeBuffered reports whether br holds a whole message, read from the
+// connection already.
+func wholeBuffered(br *bufio.Reader) bool {
+	if br.Buffered() < 4 {
+		return false
+	}
+	b, err := br.Peek(4)
+	if err != nil {
+		return false
+	}
+	return uint64(br.Buffered()) >= 4+uint64(binary.BigEndian.Uint32(b))
 }
 
 // reconcile cuts the replica's log back to where it agrees with the

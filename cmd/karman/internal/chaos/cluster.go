@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,6 +52,18 @@ type ClusterOptions struct {
 	Dir string
 	// Log, when set, gets a line per step.
 	Log func(format string, args ...any)
+	// HAProxy fronts each broker's replication port with a Proxy in
+	// the harness, which the broker advertises to its replicas, so that
+	// delay-replication and lossy-replication can slow and break the
+	// stream. Off by default: a partition cuts namespaces, not the
+	// harness's relays.
+	HAProxy bool
+	// Delay is what every chunk of the replication stream is held in
+	// the proxies during delay-replication and lossy-replication (20 ms).
+	Delay time.Duration
+	// Loss is the probability per chunk of a stall or a reset in the
+	// proxies during lossy-replication (0.02).
+	Loss float64
 }
 
 // Cluster is a running cluster of karman processes.
@@ -72,6 +85,7 @@ type broker struct {
 	id    int64
 	addr  string // the remoting address clients dial
 	data  string
+	proxy *Proxy // in front of its replication port, with HAProxy
 }
 
 func (o *ClusterOptions) ensureDefaults() {
@@ -83,6 +97,12 @@ func (o *ClusterOptions) ensureDefaults() {
 	}
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
+	}
+	if o.Delay == 0 {
+		o.Delay = 20 * time.Millisecond
+	}
+	if o.Loss == 0 {
+		o.Loss = 0.02
 	}
 }
 
@@ -97,6 +117,9 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (_ *Cluster, err err
 	}
 	if opts.Replication != "sync" && opts.Replication != "async" {
 		return nil, fmt.Errorf("chaos: replication %q: want sync or async", opts.Replication)
+	}
+	if opts.Delay < 0 || !(opts.Loss >= 0 && opts.Loss <= 1) {
+		return nil, fmt.Errorf("%w: delay %s, loss %v: want a delay of 0 or more and a loss in [0, 1]", ErrBadProxyFault, opts.Delay, opts.Loss)
 	}
 	c := &Cluster{opts: opts, brokers: map[string]*broker{}}
 	if c.dir = opts.Dir; c.dir == "" {
@@ -184,6 +207,13 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (_ *Cluster, err err
 				return nil, err
 			}
 			b := &broker{group: g, id: id, addr: addr, data: filepath.Join(c.dir, name)}
+			advertise := ha
+			if opts.HAProxy {
+				if b.proxy, err = NewProxy(net.JoinHostPort(c.net.harnessHost(), "0"), ha); err != nil {
+					return nil, err
+				}
+				advertise = b.proxy.Addr()
+			}
 			b.proc = &proc{name: name, bin: opts.Binary, net: c.net, args: []string{
 				"serve", "--data", b.data, "--segment-size", "64MiB", "--log-level", "warn",
 				"--broker-addr", addr, "--broker-name", g, "--broker-cluster", ClusterName,
@@ -191,7 +221,7 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (_ *Cluster, err err
 				"--namesrv-addr", "off", "--grpc-addr", "off", "--http-addr", "off",
 				"--mqtt-addr", "off", "--mqtt-ws-addr", "off", "--mqtt-tls-addr", "off",
 				"--ha-controller", strings.Join(c.apiAddrs, ","), "--ha-broker-id", fmt.Sprint(id),
-				"--ha-addr", ha, "--ha-replication", opts.Replication,
+				"--ha-addr", ha, "--ha-advertise-addr", advertise, "--ha-replication", opts.Replication,
 				"--ha-heartbeat-interval", (opts.HeartbeatTimeout / 4).String(),
 				"--ha-controller-lease", (opts.HeartbeatTimeout / 2).String(),
 			}}
@@ -489,6 +519,11 @@ func (c *Cluster) Close() error {
 		wg.Go(b.kill)
 	}
 	wg.Wait()
+	for _, b := range c.brokers {
+		if b.proxy != nil {
+			b.proxy.Close()
+		}
+	}
 	err := c.net.close()
 	if c.removeDir {
 		os.RemoveAll(c.dir)

@@ -42,6 +42,21 @@
 //	truncate-replica        SIGKILL of a replica, 64 KiB of its commit
 //	                        log's tail zeroed and its checkpoint removed,
 //	                        then restarted
+//	delay-replication       every chunk of the replication stream held
+//	                        ClusterOptions.Delay in the proxies, for
+//	                        twice the heartbeat timeout
+//	lossy-replication       the same, and with probability Loss per
+//	                        chunk the stream stalls 200 ms or (one time
+//	                        in four) is reset
+//
+// The kernel may have no netem, so delay and loss come from a Proxy: a
+// user-space TCP relay in the harness (on the bridge's address, or on
+// loopback) in front of each broker's replication port, which the
+// broker advertises to its replicas (--ha-advertise-addr). The cluster
+// has the proxies only for these two faults (ClusterOptions.HAProxy):
+// a partition cuts namespaces, and the relays would bridge it. TCP does
+// not lose bytes, so loss is what a lossy path does to a stream: a
+// stall while the segment is sent again, or a reset.
 //
 // # Figures
 //

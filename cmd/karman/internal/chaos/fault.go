@@ -13,7 +13,11 @@ import (
 )
 
 // Faults are the faults Run injects, by name.
-var Faults = []string{"kill-master", "kill-replica", "kill-controller-leader", "pause-master", "partition-master", "truncate-replica"}
+var Faults = []string{"kill-master", "kill-replica", "kill-controller-leader", "pause-master", "partition-master", "truncate-replica", "delay-replication", "lossy-replication"}
+
+// ProxyFaults are the faults that need ClusterOptions.HAProxy: Run sets
+// it for them.
+var ProxyFaults = []string{"delay-replication", "lossy-replication"}
 
 // ErrUnknownFault is a fault name not in Faults.
 var ErrUnknownFault = errors.New("chaos: unknown fault")
@@ -62,6 +66,13 @@ func (c *Cluster) inject(ctx context.Context, fault, group string) (*target, tim
 		t.broker, t.masterFault = master, true
 	case "kill-replica", "truncate-replica":
 		t.broker = replica
+	case "delay-replication", "lossy-replication":
+		// The stream from the master to its replica runs through the
+		// master's proxy; the victim is the master, which stays master.
+		t.broker = master
+		if master.proxy == nil {
+			return nil, time.Time{}, fmt.Errorf("chaos: %s needs the cluster started with HAProxy", fault)
+		}
 	case "kill-controller-leader":
 		i, err := c.controllerLeader()
 		if err != nil {
@@ -79,6 +90,10 @@ func (c *Cluster) inject(ctx context.Context, fault, group string) (*target, tim
 		c.controllers[t.controller].kill()
 	case "pause-master":
 		err = t.broker.signal(syscall.SIGSTOP)
+	case "delay-replication":
+		err = c.setProxyFault(group, c.opts.Delay, 0)
+	case "lossy-replication":
+		err = c.setProxyFault(group, c.opts.Delay, c.opts.Loss)
 	case "partition-master":
 		var peers []string
 		for _, p := range c.controllers {
@@ -140,6 +155,13 @@ func (c *Cluster) restore(ctx context.Context, fault string, t *target) error {
 			return err
 		}
 		return c.controllers[t.controller].start(ctx)
+	case "delay-replication", "lossy-replication":
+		// Held for as long as a member's heartbeats may go unanswered,
+		// twice over, then cleared.
+		if err := sleep(ctx, 2*c.opts.HeartbeatTimeout); err != nil {
+			return err
+		}
+		return c.setProxyFault(t.group, 0, 0)
 	case "truncate-replica":
 		cut, err := truncateTail(filepath.Join(t.broker.data, "commitlog"), TruncateBytes)
 		if err != nil {
@@ -149,6 +171,30 @@ func (c *Cluster) restore(ctx context.Context, fault string, t *target) error {
 		return t.broker.start(ctx)
 	}
 	return fmt.Errorf("%w %q", ErrUnknownFault, fault)
+}
+
+// proxyCounts sums the Counts of the proxies of group's members.
+func (c *Cluster) proxyCounts(group string) (links, stalls, resets int64) {
+	for _, b := range c.brokers {
+		if b.group == group && b.proxy != nil {
+			l, s, r := b.proxy.Counts()
+			links, stalls, resets = links+l, stalls+s, resets+r
+		}
+	}
+	return links, stalls, resets
+}
+
+// setProxyFault sets the delay and loss of the proxies in front of the
+// replication ports of group's members.
+func (c *Cluster) setProxyFault(group string, delay time.Duration, loss float64) error {
+	for _, b := range c.brokers {
+		if b.group == group && b.proxy != nil {
+			if err := b.proxy.SetFault(delay, loss); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // sleep waits for d or ctx's end: a fault held for a fixed time.

@@ -18,6 +18,8 @@ func TestCheckFault(t *testing.T) {
 		{"truncate-replica", true, nil},
 		{"partition-master", true, nil},
 		{"partition-master", false, ErrNoNetns},
+		{"delay-replication", false, nil},
+		{"lossy-replication", true, nil},
 		{"kill-everything", true, ErrUnknownFault},
 		{"", false, ErrUnknownFault},
 	}

@@ -190,6 +190,16 @@ func (n *network) command(ctx context.Context, node, bin string, args ...string)
 
 // listenAddr returns an address on node for a listener: a fixed port in
 // a namespace, a free loopback port otherwise.
+// harnessHost is the address the harness's own listeners (the proxies)
+// take, reachable from every node: the bridge's in namespaces, else
+// loopback.
+func (n *network) harnessHost() string {
+	if n.netns {
+		return n.subnet + "1"
+	}
+	return "127.0.0.1"
+}
+
 func (n *network) listenAddr(host string, port int) (string, error) {
 	if n.netns {
 		return net.JoinHostPort(host, fmt.Sprint(port)), nil

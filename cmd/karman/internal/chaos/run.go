@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -60,6 +61,12 @@ type Result struct {
 	// sends in which no send to any group was acknowledged.
 	MaxWriteGapMS int64 `json:"max_write_gap_ms"`
 	DurationMS    int64 `json:"duration_ms"` // of the whole run
+	// ProxiedLinks, Stalls and Resets count, with the faults of
+	// ProxyFaults, the replication connections the group's proxies
+	// relayed and the stalls and resets they injected.
+	ProxiedLinks int64 `json:"proxied_links,omitempty"`
+	Stalls       int64 `json:"stalls,omitempty"`
+	Resets       int64 `json:"resets,omitempty"`
 }
 
 func (c *Config) ensureDefaults() {
@@ -93,6 +100,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.FaultAfter >= cfg.Duration {
 		return nil, fmt.Errorf("chaos: the fault (after %s) must come within the duration (%s)", cfg.FaultAfter, cfg.Duration)
+	}
+	if slices.Contains(ProxyFaults, cfg.Fault) {
+		cfg.Cluster.HAProxy = true
 	}
 	begin := time.Now()
 	c, err := StartCluster(ctx, cfg.Cluster)
@@ -212,6 +222,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.VictimAcks = AcksBy(sends, cfg.Group, t0, not)
 	}
 	res.MaxWriteGapMS = WriteGap(sends, t0, sendsEnd).Milliseconds()
+	res.ProxiedLinks, res.Stalls, res.Resets = c.proxyCounts(cfg.Group)
 	res.DurationMS = time.Since(begin).Milliseconds()
 	return res, nil
 }

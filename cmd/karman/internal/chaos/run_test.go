@@ -148,3 +148,21 @@ func TestKillReplicaOnLoopback(t *testing.T) {
 		t.Errorf("want a loopback run with at least 100 sends acknowledged, none lost or out of order, and the group writable again")
 	}
 }
+
+// Every chunk of the replication stream held 20 ms in the master's
+// proxy: sync sends wait the longer, and nothing acknowledged is lost.
+func TestDelayReplication(t *testing.T) {
+	res := run(t, "delay-replication", 5*time.Second)
+	if res.ProxiedLinks == 0 {
+		t.Error("no replication connection went through the proxies")
+	}
+}
+
+// The replication stream stalled and reset at random: the replica
+// reconnects and catches up, and nothing acknowledged is lost.
+func TestLossyReplication(t *testing.T) {
+	res := run(t, "lossy-replication", 10*time.Second)
+	if res.ProxiedLinks == 0 || res.Stalls+res.Resets == 0 {
+		t.Errorf("%d links proxied, %d stalls and %d resets: want the faults injected", res.ProxiedLinks, res.Stalls, res.Resets)
+	}
+}

@@ -51,6 +51,11 @@ first acknowledged send to the group after it; the client refreshes its
 routes every 30 s, which is most of it after a master fault).
 
 Faults: ` + strings.Join(chaos.Faults, ", ") + ` (or "all").
+delay-replication and lossy-replication put a TCP proxy of the harness
+in front of each broker's replication port (the kernel may have no
+netem): for twice the heartbeat timeout it holds every chunk --delay,
+and with lossy-replication stalls or resets the stream with probability
+--loss per chunk; the master stays master.
 As root with the ip command, each process runs in a network namespace of
 its own on a bridge the run creates and removes; otherwise (or with
 --network loopback) on loopback, where partition-master is refused.
@@ -94,6 +99,9 @@ interrupted: for "karman bench produce --addr <addr> --topic
 			}
 			if cfg.Cluster.Replication != "sync" && cfg.Cluster.Replication != "async" {
 				return fmt.Errorf("chaos: --replication %q: want sync or async", cfg.Cluster.Replication)
+			}
+			if cfg.Cluster.Delay < 0 || !(cfg.Cluster.Loss > 0 && cfg.Cluster.Loss <= 1) {
+				return fmt.Errorf("chaos: --delay %s, --loss %v: want a delay of 0 or more and a loss in (0, 1]", cfg.Cluster.Delay, cfg.Cluster.Loss)
 			}
 			if cfg.Duration < 2*time.Second {
 				return fmt.Errorf("chaos: --duration %s: at least 2s", cfg.Duration)
@@ -145,6 +153,8 @@ interrupted: for "karman bench produce --addr <addr> --topic
 	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long the workload sends; the fault comes after a quarter of it")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON line per run")
 	fs.StringVar(&network, "network", "auto", "netns (a namespace per process; root and ip), loopback, or auto: netns when possible")
+	fs.DurationVar(&cfg.Cluster.Delay, "delay", 20*time.Millisecond, "with delay-replication and lossy-replication: how long the proxies in front of the replication ports hold each chunk")
+	fs.Float64Var(&cfg.Cluster.Loss, "loss", 0.02, "with lossy-replication: the probability per chunk that the proxies stall the stream 200ms or (one time in four) reset it")
 	fs.DurationVar(&cfg.Cluster.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the controllers' --broker-heartbeat-timeout; brokers send heartbeats every quarter of it and hold a lease of half")
 	fs.IntVar(&cfg.Workload.Keys, "keys", 8, "message keys, each sent in order by one sender, spread over both groups")
 	fs.IntVar(&cfg.Workload.Rate, "rate", 200, "sends per second over all keys")
