@@ -838,7 +838,9 @@ func publishCode(err error) packet.ReasonCode {
 	case errors.Is(err, engine.ErrRejected), errors.Is(err, engine.ErrNoPermission):
 		return packet.NotAuthorized
 	case errors.Is(err, engine.ErrMessageTooLarge):
-		return packet.PacketTooLarge
+		// Packet Too Large (0x95) is not a PUBACK/PUBREC code: the
+		// PUBLISH is valid, the server will not take it.
+		return packet.ImplementationSpecificError
 	}
 	return packet.UnspecifiedError
 }
