@@ -86,12 +86,10 @@ func newConn(s *Server, nc net.Conn) *conn {
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.addr = ap
 	}
-	// A read buffer from a pool, given back while the connection
-	// waits (readLoop), so an idle connection holds none; 4 KiB lets a
-	// busy publisher's burst (a QoS 1 window of 16 messages of 256 B)
-	// be read, stored in one engine append and answered in one write.
-	// Larger packets are read into a buffer of their own.
-	c.dec = packet.NewParkingDecoder(nc, 4096)
+	// A small read buffer, from a pool and given back while the
+	// connection waits (readLoop); larger packets are read into a
+	// buffer of their own.
+	c.dec = packet.NewParkingDecoder(nc, 1024)
 	switch nc.(type) {
 	case *net.TCPConn, *tls.Conn:
 		c.timeoutSafe = true

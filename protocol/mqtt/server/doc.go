@@ -47,7 +47,7 @@
 //
 // Memory of a waiting connection: after the CONNECT, and after any wait
 // of 20 ms or more, the reader parks the decoder (packet.NewParkingDecoder)
-// before it waits again, so the 4 KiB read buffer and the packets it
+// before it waits again, so the 1 KiB read buffer and the packets it
 // decodes into go back to pools, and, when no packet starts within 50 ms
 // (on TCP and TLS; at once on other streams), hands the connection to a
 // fresh goroutine whose wait is an 8-byte read in a shallow frame: an idle
@@ -57,7 +57,7 @@
 // flush.
 //
 // Bounds: a packet is at most Options.MaxPacketSize, and packets larger
-// than a connection's 4 KiB read buffer hold at most
+// than a connection's 1 KiB read buffer hold at most
 // Options.MaxPacketMemory bytes across connections (a connection waits,
 // unread, for room); at most
 // Options.MaxConnections connections; Options.MaxInflight unacknowledged
@@ -88,13 +88,7 @@
 // again after a restart until acknowledged.
 // The reader queues its acknowledgements and writes them before it waits
 // for the client (or after 256), so a burst of PUBLISH packets is
-// answered in one write; the burst's QoS 0 and 1 messages that are not
-// retained are stored, per engine topic (first level), in one engine
-// append (at most 64 messages or 1 MiB) before any of those answers is
-// queued, so a PUBACK still follows its message into the commit log
-// and a connection's messages are stored in the order sent (a QoS 2 or
-// retained PUBLISH, and any packet but PUBLISH, PUBACK, PUBREC, PUBCOMP
-// and PINGREQ, stores the batch before it is handled).
+// answered in one write.
 //
 // Sessions and Retained give operators a read-only view of the sessions
 // (connection, protocol, persistence, subscriptions, in-flight and queued
