@@ -166,8 +166,10 @@ func FromRocketMQ(r *message.Message) *Message {
 	if p[PropEmpty] == "true" {
 		m.Payload = nil
 	}
-	if q, err := strconv.Atoi(p[PropQoS]); err == nil && q >= 0 && q <= 2 {
-		m.QoS = byte(q)
+	if v, ok := p[PropQoS]; ok {
+		if q, err := strconv.Atoi(v); err == nil && q >= 0 && q <= 2 {
+			m.QoS = byte(q)
+		}
 	}
 	if v := p[PropUserProps]; v != "" {
 		var pairs [][2]string
@@ -178,8 +180,12 @@ func FromRocketMQ(r *message.Message) *Message {
 			}
 		}
 	}
-	if v, err := strconv.Atoi(p[PropPayloadFormat]); err == nil && (v == 0 || v == 1) {
-		m.PayloadFormat, m.HasPayloadFormat = byte(v), true
+	// Absent properties are not parsed: a failed parse allocates its
+	// error, and this runs for every message delivered.
+	if s, ok := p[PropPayloadFormat]; ok {
+		if v, err := strconv.Atoi(s); err == nil && (v == 0 || v == 1) {
+			m.PayloadFormat, m.HasPayloadFormat = byte(v), true
+		}
 	}
 	m.ContentType = p[PropContentType]
 	m.ResponseTopic = p[PropResponseTopic]
@@ -188,8 +194,10 @@ func FromRocketMQ(r *message.Message) *Message {
 			m.CorrelationData = b
 		}
 	}
-	if v, err := strconv.ParseInt(p[PropExpireAt], 10, 64); err == nil && v > 0 {
-		m.ExpireAt = time.UnixMilli(v)
+	if s, ok := p[PropExpireAt]; ok {
+		if v, err := strconv.ParseInt(s, 10, 64); err == nil && v > 0 {
+			m.ExpireAt = time.UnixMilli(v)
+		}
 	}
 	return m
 }

@@ -67,6 +67,12 @@ type conn struct {
 	rsync bool
 	racks []packet.Packet
 
+	// The reader's publish batch: a burst's PUBLISH packets of QoS 0
+	// and 1, not retained, to one engine topic, stored in one append
+	// before the answers queued after them go (commitReader). Reader
+	// only.
+	pubs publishBatch
+
 	clean     atomic.Bool // a DISCONNECT ended it: no will
 	takenOver atomic.Bool
 	revoked   atomic.Bool // its rights were withdrawn (revoke)
@@ -571,6 +577,9 @@ func (c *conn) answer(p packet.Packet) bool {
 // answers; an error from the store withholds them and ends the
 // connection (the client sends again what they would have answered).
 func (c *conn) commitReader() error {
+	if err := c.storePublishes(); err != nil {
+		return err
+	}
 	if len(c.rops) > 0 {
 		apply := c.s.st.Apply
 		if c.rsync {
@@ -619,6 +628,15 @@ func (c *conn) disconnect(code packet.ReasonCode, reason string) {
 
 // handle handles one packet; false ends the connection.
 func (c *conn) handle(p packet.Packet) bool {
+	switch p.(type) {
+	case *packet.Publish, *packet.Puback, *packet.Pubrec, *packet.Pubcomp, *packet.Pingreq:
+	default:
+		// What follows may rest on the messages before it being
+		// stored (a SUBSCRIBE's retained messages, a PUBREL's order).
+		if c.storePublishes() != nil {
+			return false
+		}
+	}
 	switch p := p.(type) {
 	case *packet.Publish:
 		return c.handlePublish(p)
@@ -783,12 +801,16 @@ func (c *conn) handlePublish(p *packet.Publish) bool {
 		}
 	}
 	s.bytesIn.Add(int64(len(p.Payload)))
+	if p.QoS < 2 && !p.Retain {
+		return c.batchPublish(p)
+	}
+	// Stored on its own, after the batch: a connection's messages are
+	// stored in the order it sent them.
+	if c.storePublishes() != nil {
+		return false
+	}
 	if err := s.publish(c.hookCtx, fromPublish(p, c.ss.id)); err != nil {
-		if !v5 {
-			s.log.Debug("mqtt: publish failed; closing", "client", c.ss.id, "err", err)
-			return false
-		}
-		return c.pubAck(p, publishCode(err), err.Error())
+		return c.publishFailed(p, err)
 	}
 	if p.QoS == 2 {
 		c.ss.mu.Lock()
@@ -814,7 +836,9 @@ func publishCode(err error) packet.ReasonCode {
 	case errors.Is(err, engine.ErrRejected), errors.Is(err, engine.ErrNoPermission):
 		return packet.NotAuthorized
 	case errors.Is(err, engine.ErrMessageTooLarge):
-		return packet.PacketTooLarge
+		// Packet Too Large (0x95) is not a PUBACK/PUBREC code: the
+		// PUBLISH is valid, the server will not take it.
+		return packet.ImplementationSpecificError
 	}
 	return packet.UnspecifiedError
 }

@@ -88,7 +88,13 @@
 // again after a restart until acknowledged.
 // The reader queues its acknowledgements and writes them before it waits
 // for the client (or after 256), so a burst of PUBLISH packets is
-// answered in one write.
+// answered in one write; the burst's QoS 0 and 1 messages that are not
+// retained are stored, per engine topic (first level), in one engine
+// append (at most 64 messages or 1 MiB) before any of those answers is
+// queued, so a PUBACK still follows its message into the commit log
+// and a connection's messages are stored in the order sent (a QoS 2 or
+// retained PUBLISH, and any packet but PUBLISH, PUBACK, PUBREC, PUBCOMP
+// and PINGREQ, stores the batch before it is handled).
 //
 // Sessions and Retained give operators a read-only view of the sessions
 // (connection, protocol, persistence, subscriptions, in-flight and queued

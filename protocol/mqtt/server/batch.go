@@ -1,0 +1,120 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/karmanmq/karman/engine"
+	"github.com/karmanmq/karman/engine/message"
+	"github.com/karmanmq/karman/protocol/mqtt/mapping"
+	"github.com/karmanmq/karman/protocol/mqtt/packet"
+)
+
+// A reader stores the QoS 0 and 1 PUBLISH packets of a burst, not
+// retained and to one engine topic (an MQTT topic's first level), in one
+// engine append: one append, and one wake-up of the subscriptions'
+// pumps, for the burst instead of one each. The batch is stored before
+// the reader queues any answer (commitReader), so a PUBACK still goes
+// only once its message is in the commit log, and before the reader
+// handles a packet whose meaning may rest on it (handle), or stores a
+// message on its own (QoS 2, retained): a connection's messages are
+// stored in the order it sent them.
+const (
+	maxPublishBatch      = 64      // messages
+	maxPublishBatchBytes = 1 << 20 // payload bytes
+)
+
+// publishBatch is the reader's batch of messages to store.
+type publishBatch struct {
+	msgs []*message.Message
+	acks []*packet.Puback // of each message; nil for QoS 0
+	size int
+}
+
+func (b *publishBatch) reset() {
+	clear(b.msgs)
+	clear(b.acks)
+	b.msgs, b.acks, b.size = b.msgs[:0], b.acks[:0], 0
+}
+
+// batchPublish adds an accepted PUBLISH of QoS 0 or 1, not retained, to
+// the reader's batch, and its PUBACK to the reader's answers.
+func (c *conn) batchPublish(p *packet.Publish) bool {
+	r, err := mapping.ToRocketMQ(fromPublish(p, c.ss.id))
+	if err != nil {
+		return c.publishFailed(p, fmt.Errorf("mqtt: publish to %s: %w", p.Topic, err))
+	}
+	b := &c.pubs
+	if len(b.msgs) > 0 && b.msgs[0].Topic != r.Topic && c.storePublishes() != nil {
+		return false
+	}
+	var ack *packet.Puback
+	if p.QoS == 1 {
+		ack = &packet.Puback{PacketID: p.PacketID}
+	}
+	b.msgs = append(b.msgs, r)
+	b.acks = append(b.acks, ack)
+	b.size += len(r.Body)
+	if (len(b.msgs) >= maxPublishBatch || b.size >= maxPublishBatchBytes) && c.storePublishes() != nil {
+		return false
+	}
+	if ack == nil {
+		return true
+	}
+	return c.answer(ack)
+}
+
+// publishFailed answers a PUBLISH that could not be stored: a 3.1.1
+// connection ends (it has no negative acknowledgement), a 5.0 one gets a
+// PUBACK/PUBREC with the reason.
+func (c *conn) publishFailed(p *packet.Publish, err error) bool {
+	if c.version != packet.Version5 {
+		c.s.log.Debug("mqtt: publish failed; closing", "client", c.ss.id, "err", err)
+		return false
+	}
+	return c.pubAck(p, publishCode(err), err.Error())
+}
+
+// storePublishes stores the reader's batch. When the engine refuses the
+// batch before storing any of it, each message is sent again on its own,
+// so that one message's refusal (too large, say) is its alone. A message
+// not stored gets its reason in its PUBACK (5.0); on a 3.1.1 connection
+// it ends the connection: the answers not yet sent are dropped, the
+// connection closed and the error returned (the client sends again what
+// was not acknowledged).
+func (c *conn) storePublishes() error {
+	b := &c.pubs
+	if len(b.msgs) == 0 {
+		return nil
+	}
+	defer b.reset()
+	s := c.s
+	res, err := s.e.SendBatch(c.hookCtx, b.msgs, engine.AnyQueue)
+	if err == nil {
+		s.msgsIn.Add(int64(len(b.msgs)))
+		return nil
+	}
+	for i, m := range b.msgs {
+		if res == nil && len(b.msgs) > 1 {
+			_, err = s.e.Send(c.hookCtx, m)
+		}
+		if err == nil {
+			s.msgsIn.Add(1)
+			continue
+		}
+		err = fmt.Errorf("mqtt: publish to %s: %w", m.Properties[mapping.PropOriginTopic], err)
+		if c.version != packet.Version5 {
+			s.log.Debug("mqtt: publish failed; closing", "client", c.ss.id, "err", err)
+			clear(c.racks)
+			c.racks = c.racks[:0]
+			c.nc.Close()
+			return err
+		}
+		if a := b.acks[i]; a != nil {
+			a.ReasonCode = publishCode(err)
+			if c.problemInfo {
+				a.Properties.ReasonString = err.Error()
+			}
+		}
+	}
+	return nil
+}
