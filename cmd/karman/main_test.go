@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -197,6 +198,27 @@ func TestServeBadAddress(t *testing.T) {
 	}
 	if strings.Contains(stdout, "listening") {
 		t.Errorf("listeners announced before the start failed:\n%s", stdout)
+	}
+}
+
+// serve takes the names RocketMQ deployments give the replication
+// settings: each reaches the module flag it stands for, whose check then
+// names it.
+func TestServeTakesRocketMQFlagNames(t *testing.T) {
+	args := append([]string{"serve", "--data", t.TempDir()}, loopbackAddrs...)
+	master := []string{"--ha-role", "master", "--ha-addr", "127.0.0.1:0"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(master, "--replication", "eventually"), `--ha-replication "eventually"`},
+		{append(master, "--min-insync-replicas", "0"), "--ha-min-insync-replicas 0"},
+		{[]string{"--controller-addrs", "127.0.0.1:1"}, "--ha-controller needs --ha-broker-id"},
+	} {
+		_, stderr, code := run(t, nil, append(slices.Clone(args), c.args...)...)
+		if code != 1 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "unknown flag") {
+			t.Errorf("serve %v: exit %d, stderr %q; want the module's refusal naming %s", c.args, code, stderr, c.want)
+		}
 	}
 }
 

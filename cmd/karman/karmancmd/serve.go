@@ -58,8 +58,25 @@ stops it at once.`,
 	}
 	cmd.Flags().AddFlagSet(fs)
 	cmd.Flags().SortFlags = false
+	cmd.SetGlobalNormalizationFunc(rocketmqFlagNames)
 	refuseBrokenModules(cmd, optsErr)
 	return cmd
+}
+
+// rocketmqFlagAliases are serve flags by the names RocketMQ's own
+// deployments call them, each mapped onto the module flag it sets.
+var rocketmqFlagAliases = map[string]string{
+	"controller-addrs":    "ha-controller",
+	"replication":         "ha-replication",
+	"min-insync-replicas": "ha-min-insync-replicas",
+}
+
+// rocketmqFlagNames lets serve take rocketmqFlagAliases.
+func rocketmqFlagNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if to, ok := rocketmqFlagAliases[name]; ok {
+		return pflag.NormalizedName(to)
+	}
+	return pflag.NormalizedName(name)
 }
 
 // refuseBrokenModules makes cmd fail with err, whatever its arguments,
