@@ -16,6 +16,7 @@ import (
 
 	"github.com/karmanmq/karman/bench"
 	mqttbench "github.com/karmanmq/karman/bench/mqtt"
+	"github.com/karmanmq/karman/cmd/karman/internal/progress"
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
 	"github.com/spf13/cobra"
 )
@@ -24,14 +25,15 @@ import (
 var mqttShapes = []string{"p2p", "fanout", "shared", "idle"}
 
 type mqttBench struct {
-	o       mqttbench.Options
-	addr    string
-	system  string
-	pid     int
-	peer    string
-	shapes  string
-	version int
-	qos     int
+	o        mqttbench.Options
+	addr     string
+	system   string
+	pid      int
+	peer     string
+	shapes   string
+	version  int
+	qos      int
+	progress bool
 }
 
 func newBenchMQTTCmd() *cobra.Command {
@@ -93,6 +95,7 @@ system and phase:
 	f.IntVar(&b.o.PerProcess, "per-process", 9000, "idle connections per worker process")
 	f.DurationVar(&b.o.DrainTimeout, "drain-timeout", 3*time.Second, "end a phase when nothing arrived for this long after publishing")
 	f.DurationVar(&b.o.Timeout, "timeout", 2*time.Minute, "bound of one phase")
+	f.BoolVar(&b.progress, "progress", false, "draw the progress line on stderr even when it is not a terminal")
 	return cmd
 }
 
@@ -146,13 +149,19 @@ func (b *mqttBench) run(ctx context.Context, cmd *cobra.Command) (err error) {
 		return exec.CommandContext(ctx, exe, "mqtt-idle-worker", "--addr", w.Addr, "--count", strconv.Itoa(w.Count),
 			"--local", w.LocalIP, "--mqtt-version", strconv.Itoa(int(w.Version)), "--prefix", w.Prefix)
 	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
+	// The progress line names the system and shape that run.
+	bar := progress.Spinner(stderr, "bench mqtt", b.progress)
+	stopSpin := bar.Spin(200 * time.Millisecond)
+	defer bar.Finish()
+	defer stopSpin()
+	enc := json.NewEncoder(bar.ClearBefore(cmd.OutOrStdout()))
 	shapes := strings.Split(b.shapes, ",")
 	for _, t := range targets {
 		for _, shape := range mqttShapes {
 			if !slices.Contains(shapes, shape) {
 				continue
 			}
+			bar.Describe(fmt.Sprintf("bench mqtt: %s %s", t.System, shape))
 			var rs []mqttbench.Result
 			var r mqttbench.Result
 			switch shape {

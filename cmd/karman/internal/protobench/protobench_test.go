@@ -201,6 +201,30 @@ func TestBenchMQTTPeer(t *testing.T) {
 	}
 }
 
+// bench mqtt's progress line names the system and the shape running, on
+// stderr; stdout keeps the results alone.
+func TestBenchMQTTProgressLine(t *testing.T) {
+	if _, err := exec.LookPath("mosquitto"); err != nil {
+		if _, err := exec.LookPath("/usr/sbin/mosquitto"); err != nil {
+			t.Skip("mosquitto is not installed")
+		}
+	}
+	root := New("karman-bench")
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"mqtt", "--peer", "mosquitto", "--shapes", "p2p", "--count", "200", "--pairs", "1", "--progress"})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "bench mqtt: mosquitto p2p") {
+		t.Errorf("no progress line on stderr:\n%q", errOut.String())
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "{") {
+		t.Errorf("stdout %q, want the two p2p results alone", out.String())
+	}
+}
+
 // The progress line goes to stderr only on a terminal or with --progress:
 // a buffer gets none, unless asked; stdout stays the results alone.
 func TestBenchProgressLine(t *testing.T) {
