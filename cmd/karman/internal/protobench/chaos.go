@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/karmanmq/karman/cmd/karman/internal/chaos"
+	"github.com/karmanmq/karman/cmd/karman/internal/progress"
 )
 
 // errNoKarman means the karman binary the cluster runs was not found.
@@ -35,6 +36,9 @@ func newChaosCmd() *cobra.Command {
 		verbose  bool
 		failFast bool
 		hold     bool
+		// showProgress draws the progress line when stderr is not a
+		// terminal too.
+		showProgress bool
 	)
 	cmd := &cobra.Command{
 		Use:   "chaos --fault F [flags]",
@@ -123,10 +127,18 @@ interrupted: for "karman bench produce --addr <addr> --topic
 			if hold {
 				return holdCluster(ctx, cmd.OutOrStdout(), cfg.Cluster)
 			}
+			// The progress line names the fault that runs (not with
+			// --verbose, whose lines would break it).
+			bar := progress.Spinner(cmd.ErrOrStderr(), "chaos", showProgress && !verbose)
+			stopSpin := bar.Spin(200 * time.Millisecond)
+			defer bar.Finish()
+			defer stopSpin()
+			stdout := bar.ClearBefore(cmd.OutOrStdout())
 			var failed []string
-			for _, f := range names {
+			for i, f := range names {
 				run := cfg
 				run.Fault = f
+				bar.Describe(fmt.Sprintf("chaos: %s (%d of %d), %s replication", f, i+1, len(names), cfg.Cluster.Replication))
 				res, err := chaos.Run(ctx, run)
 				if err != nil {
 					if ctx.Err() != nil || failFast {
@@ -136,7 +148,7 @@ interrupted: for "karman bench produce --addr <addr> --topic
 					failed = append(failed, f)
 					continue
 				}
-				if err := printChaos(cmd.OutOrStdout(), res, asJSON); err != nil {
+				if err := printChaos(stdout, res, asJSON); err != nil {
 					return err
 				}
 			}
@@ -163,6 +175,7 @@ interrupted: for "karman bench produce --addr <addr> --topic
 	fs.StringVar(&karman, "karman", "", "the karman binary the cluster runs (default: karman beside this program, else on the PATH)")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "log each step to standard error")
 	fs.BoolVar(&failFast, "fail-fast", false, "stop at the first run that fails")
+	fs.BoolVar(&showProgress, "progress", false, "draw the progress line on stderr even when it is not a terminal")
 	fs.BoolVar(&hold, "hold", false, "start the cluster without a workload or a fault and run it until interrupted")
 	return cmd
 }
