@@ -390,25 +390,7 @@ func TestApplyMetadata(t *testing.T) {
 // handles the master issued.
 func TestPopStateReachesReplica(t *testing.T) {
 	ctx := context.Background()
-	master := openTest(t, t.TempDir(), nil)
-	defer master.Close()
-	replica := openTest(t, t.TempDir(), &Options{Replica: true})
-	defer replica.Close()
-	if err := master.Promote(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	mustTopic(t, master, "T", 1)
-	if err := master.CreateGroup(meta.Group{Name: "g", MaxAttempts: 5}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		if _, err := master.SendToQueue(ctx, newMsg("T", fmt.Sprint("m", i)), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := master.WaitDispatched(ctx); err != nil {
-		t.Fatal(err)
-	}
+	master, replica := popPair(t, 5)
 	popped, err := master.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 3, Invisible: time.Minute})
 	if err != nil || len(popped) != 3 {
 		t.Fatalf("pop on the master: %d messages, %v", len(popped), err)
@@ -540,25 +522,7 @@ func TestReplicateEpochStartingAtASegmentEnd(t *testing.T) {
 // serves pulls. Promoted, it takes them.
 func TestReplicaRefusesPopWrites(t *testing.T) {
 	ctx := context.Background()
-	master := openTest(t, t.TempDir(), nil)
-	defer master.Close()
-	replica := openTest(t, t.TempDir(), &Options{Replica: true})
-	defer replica.Close()
-	if err := master.Promote(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	mustTopic(t, master, "T", 1)
-	if err := master.CreateGroup(meta.Group{Name: "g", MaxAttempts: 5}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4 {
-		if _, err := master.SendToQueue(ctx, newMsg("T", fmt.Sprint("m", i)), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := master.WaitDispatched(ctx); err != nil {
-		t.Fatal(err)
-	}
+	master, replica := popPair(t, 4)
 	popped, err := master.Pop(ctx, PopOptions{Group: "g", Topic: "T", Max: 2, Invisible: time.Minute})
 	if err != nil || len(popped) != 2 {
 		t.Fatalf("pop on the master: %d messages, %v", len(popped), err)
@@ -614,4 +578,31 @@ func TestReplicaRefusesPopWrites(t *testing.T) {
 	if err := master.Ack(ctx, "g", popped[1].Handle); !errors.Is(err, ErrNotMaster) {
 		t.Fatalf("ack on a demoted master: %v, want ErrNotMaster", err)
 	}
+}
+
+// popPair opens a master at epoch 1 holding n messages in queue 0 of
+// topic T, with group g, and a replica that holds nothing yet.
+func popPair(t *testing.T, n int) (master, replica *Engine) {
+	t.Helper()
+	ctx := context.Background()
+	master = openTest(t, t.TempDir(), nil)
+	t.Cleanup(func() { master.Close() })
+	replica = openTest(t, t.TempDir(), &Options{Replica: true})
+	t.Cleanup(func() { replica.Close() })
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	mustTopic(t, master, "T", 1)
+	if err := master.CreateGroup(meta.Group{Name: "g", MaxAttempts: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := master.SendToQueue(ctx, newMsg("T", fmt.Sprint("m", i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := master.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return master, replica
 }
