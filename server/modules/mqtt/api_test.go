@@ -98,7 +98,21 @@ func TestAPI(t *testing.T) {
 		t.Fatal("no PUBACK")
 	}
 	dev.nc.Close()
-	// Two commands for dev1 while it is away.
+	// Two commands for dev1 once the server saw it go (sent before, they
+	// could go out on the closing connection and count as in flight).
+	var got mqttfe.Sessions
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if code := getJSON(t, api+"sessions", &got); code != http.StatusOK {
+			t.Fatalf("GET sessions: %d", code)
+		}
+		if len(got.Sessions) == 2 && got.Sessions[1].ClientID == "dev1" && !got.Sessions[1].Connected {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions = %+v, want dev1 gone", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for i := range 2 {
 		app.send(&packet.Publish{PacketID: uint16(2 + i), QoS: 1, Topic: "cmd/dev1/reboot", Payload: []byte("now")})
 		if _, ok := app.read().(*packet.Puback); !ok {
@@ -106,7 +120,6 @@ func TestAPI(t *testing.T) {
 		}
 	}
 
-	var got mqttfe.Sessions
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if code := getJSON(t, api+"sessions", &got); code != http.StatusOK {
 			t.Fatalf("GET sessions: %d", code)
