@@ -146,15 +146,27 @@ func finalRead(ctx context.Context, nameServers []string, want []msgID, timeout 
 		mu   sync.Mutex
 		seen = map[msgID]bool{}
 	)
-	c, err := newConsumer(nameServers, "chaos-final-"+run, "chaos-final-"+run, func(d Delivery) {
+	record := func(d Delivery) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen[msgID{d.Key, d.Seq}] = true
+	}
+	// A name server restarted by the fault knows no routes until the
+	// brokers register with it again, and the client asks one of them:
+	// start again until the one it asks knows the topic.
+	var c rocketmq.PushConsumer
+	err := poll(ctx, "the final reader's start", timeout, 500*time.Millisecond, func() error {
+		var err error
+		if c, err = newConsumer(nameServers, "chaos-final-"+run, "chaos-final-"+run, record); err != nil {
+			return err
+		}
+		if err = c.Start(); err != nil {
+			c.Shutdown()
+			return fmt.Errorf("%w: %v", errNotReady, err)
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := c.Start(); err != nil {
 		return nil, fmt.Errorf("chaos: start the final reader: %w", err)
 	}
 	defer c.Shutdown()
