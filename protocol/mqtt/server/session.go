@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -578,12 +579,19 @@ func (s *Server) releaseSubscription(ss *session, sub *subscription) {
 	}
 }
 
+// queueEndWait bounds queueEnd's wait for the dispatcher.
+const queueEndWait = 2 * time.Second
+
 // queueEnd returns the end of a filter's queue, where a new subscription
 // starts: once every record appended so far is indexed, so that records
 // appended before the filter was routed but indexed after are not taken
-// for new ones.
+// for new ones. The wait is bounded: a master with sync replication
+// indexes only what its replicas hold, and with none in sync it would
+// not end; the subscription then starts at what is indexed.
 func (s *Server) queueEnd(queue string) int64 {
-	s.e.WaitDispatched(s.ctx)
+	ctx, cancel := context.WithTimeout(s.ctx, queueEndWait)
+	s.e.WaitDispatched(ctx)
+	cancel()
 	n, err := s.e.MaxOffset(queue, 0)
 	if err != nil {
 		return 0
