@@ -12,13 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/karmanmq/karman/cluster/controller"
 	"github.com/karmanmq/karman/protocol/remoting/wire"
@@ -139,68 +137,17 @@ func TestControllerFailoverLosesNoAcknowledgedMessage(t *testing.T) {
 		return resp.ResponseCode() == wire.Success && strings.Contains(string(resp.Body), `"`+topic+`"`)
 	})
 
-	p, err := producer.NewDefaultProducer(
-		producer.WithNameServer([]string{ns}),
-		producer.WithInstanceName(instance("producer")),
-		producer.WithGroupName("ctl-failover-producer"),
-		producer.WithRetry(0),
-		producer.WithSendMsgTimeout(2*time.Second),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown()
-	var mu sync.Mutex
-	acked := map[string]bool{}
-	failed := 0
-	sent := make(chan int, 1024)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			body := fmt.Sprintf("order-%05d", i)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			res, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(body)))
-			cancel()
-			mu.Lock()
-			if err == nil && res.Status == primitive.SendOK {
-				acked[body] = true
-			} else {
-				failed++
-			}
-			n, f := len(acked), failed
-			mu.Unlock()
-			select {
-			case sent <- n:
-			default:
-			}
-			if f >= 3 {
-				return
-			}
-		}
-	}()
-	for n := range sent {
-		if n >= 300 {
-			break
-		}
-	}
-	a.kill()
-	killed := time.Now()
-	<-done
+	var killed time.Time
+	acked, failed := sendUntilKilled(t, ns, "ctl-failover-producer", topic, func() {
+		a.kill()
+		killed = time.Now()
+	})
 	pollUntil(t, "broker 2 elected master", 15*time.Second, func() bool {
 		g, ok := controllerGroup(apis, "broker-a")
 		return ok && g.MasterID == 2 && g.MasterEpoch == 2
 	})
 	failover := time.Since(killed)
-	mu.Lock()
 	nAcked := len(acked)
-	mu.Unlock()
-	if nAcked < 300 {
-		t.Fatalf("only %d sends acknowledged before the kill", nAcked)
-	}
 
 	// A consumer that asks the name server now is routed to the new
 	// master and finds every acknowledged message there.
@@ -210,8 +157,6 @@ func TestControllerFailoverLosesNoAcknowledgedMessage(t *testing.T) {
 		return consumer.ConsumeSuccess
 	})
 	got.waitFor(t, "every acknowledged message on the new master", time.Minute, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
 		for body := range acked {
 			if got.count(body) == 0 {
 				return false

@@ -50,63 +50,8 @@ func TestFailoverByHandLosesNoAcknowledgedMessage(t *testing.T) {
 		return resp.ResponseCode() == wire.Success && strings.Contains(string(resp.Body), `"`+topic+`"`)
 	})
 
-	p, err := producer.NewDefaultProducer(
-		producer.WithNameServer([]string{a.namesrv}),
-		producer.WithInstanceName(instance("producer")),
-		producer.WithGroupName("failover-producer"),
-		producer.WithRetry(0),
-		producer.WithSendMsgTimeout(2*time.Second),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown()
-	var mu sync.Mutex
-	acked := map[string]bool{}
-	var failed int
-	sent := make(chan int, 1024)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			body := fmt.Sprintf("order-%05d", i)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			res, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(body)))
-			cancel()
-			mu.Lock()
-			if err == nil && res.Status == primitive.SendOK {
-				acked[body] = true
-			} else {
-				failed++
-			}
-			n, f := len(acked), failed
-			mu.Unlock()
-			select {
-			case sent <- n:
-			default:
-			}
-			if f >= 3 { // the master is gone
-				return
-			}
-		}
-	}()
-	// Kill the master after a few hundred acknowledged sends.
-	for n := range sent {
-		if n >= 300 {
-			break
-		}
-	}
-	a.kill()
-	<-done
-	mu.Lock()
+	acked, failed := sendUntilKilled(t, a.namesrv, "failover-producer", topic, a.kill)
 	nAcked := len(acked)
-	mu.Unlock()
-	if nAcked < 300 {
-		t.Fatalf("only %d sends acknowledged before the kill", nAcked)
-	}
 
 	// The replica becomes the master.
 	b.stop()
@@ -118,8 +63,6 @@ func TestFailoverByHandLosesNoAcknowledgedMessage(t *testing.T) {
 		return consumer.ConsumeSuccess
 	})
 	got.waitFor(t, "every acknowledged message on the new master", time.Minute, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
 		for body := range acked {
 			if got.count(body) == 0 {
 				return false
@@ -160,4 +103,50 @@ func TestFailoverByHandLosesNoAcknowledgedMessage(t *testing.T) {
 	if resp.ResponseCode() != wire.ServiceNotAvailable {
 		t.Fatalf("a send to the old master, now a replica: %s %q, want SERVICE_NOT_AVAILABLE", resp.ResponseCode(), resp.Remark)
 	}
+}
+
+// sendUntilKilled sends numbered messages to topic with a Go producer of
+// group (no retries) until three sends fail, calling kill, beside the
+// sends, once 300 were acknowledged; it returns, once kill did too, the
+// bodies acknowledged and the failures.
+func sendUntilKilled(t *testing.T, namesrv, group, topic string, kill func()) (acked map[string]bool, failed int) {
+	t.Helper()
+	p, err := producer.NewDefaultProducer(
+		producer.WithNameServer([]string{namesrv}),
+		producer.WithInstanceName(instance("producer")),
+		producer.WithGroupName(group),
+		producer.WithRetry(0),
+		producer.WithSendMsgTimeout(2*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown()
+	acked = map[string]bool{}
+	var killing sync.WaitGroup
+	defer killing.Wait()
+	killed := false
+	for i := 0; failed < 3; i++ {
+		if !killed && len(acked) >= 300 {
+			// While sends go on, so that one may be in flight at the kill.
+			killing.Go(kill)
+			killed = true
+		}
+		body := fmt.Sprintf("order-%05d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		res, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(body)))
+		cancel()
+		if err == nil && res.Status == primitive.SendOK {
+			acked[body] = true
+		} else {
+			failed++
+		}
+	}
+	if len(acked) < 300 {
+		t.Fatalf("only %d sends acknowledged before the kill", len(acked))
+	}
+	return acked, failed
 }
