@@ -4,7 +4,8 @@
 // command's --progress), so that output meant for scripts stays clean.
 //
 // A Bar is used by one command at a time; its methods may be called from
-// several goroutines (the line is redrawn under the library's lock).
+// several goroutines: every call into the library holds the Bar's lock,
+// as the library's Clear takes none of its own.
 package progress
 
 import (
@@ -22,6 +23,7 @@ import (
 // Bar shows how far a long command has come. The zero Bar (what New and
 // Spinner return when nothing is drawn) does nothing.
 type Bar struct {
+	mu  sync.Mutex
 	bar *progressbar.ProgressBar // nil when nothing is drawn
 }
 
@@ -59,6 +61,9 @@ func Spinner(w io.Writer, what string, force bool) *Bar {
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(what),
 		progressbar.OptionSpinnerType(14),
+		// The spinner turns when Add is called (see Spin), not on a
+		// goroutine of the library's that would draw beside Clear.
+		progressbar.OptionSetSpinnerChangeInterval(0),
 		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
@@ -71,21 +76,27 @@ func (p *Bar) Drawn() bool { return p.bar != nil }
 // Describe changes what the bar says is being done.
 func (p *Bar) Describe(what string) {
 	if p.bar != nil {
+		p.mu.Lock()
 		p.bar.Describe(what)
+		p.mu.Unlock()
 	}
 }
 
 // Add counts one step done.
 func (p *Bar) Add() {
 	if p.bar != nil {
+		p.mu.Lock()
 		p.bar.Add(1)
+		p.mu.Unlock()
 	}
 }
 
 // Finish removes the bar.
 func (p *Bar) Finish() {
 	if p.bar != nil {
+		p.mu.Lock()
 		p.bar.Finish()
+		p.mu.Unlock()
 	}
 }
 
@@ -105,7 +116,7 @@ func (p *Bar) Spin(interval time.Duration) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				p.bar.Add(1)
+				p.Add()
 			}
 		}
 	})
@@ -119,9 +130,17 @@ func (p *Bar) ClearBefore(w io.Writer) io.Writer {
 		return w
 	}
 	return writerFunc(func(b []byte) (int, error) {
-		p.bar.Clear()
+		p.clear()
 		return w.Write(b)
 	})
+}
+
+// clear removes the line until the next draw. The lock is not held
+// while the caller writes: w may itself clear the same bar.
+func (p *Bar) clear() {
+	p.mu.Lock()
+	p.bar.Clear()
+	p.mu.Unlock()
 }
 
 type writerFunc func([]byte) (int, error)
@@ -139,7 +158,7 @@ func (p *Bar) Phases(w io.Writer, what string) io.Writer {
 	}
 	var done []string
 	return writerFunc(func(b []byte) (int, error) {
-		p.bar.Clear()
+		p.clear()
 		n, err := w.Write(b)
 		for _, m := range phaseRE.FindAllSubmatch(b, -1) {
 			done = append(done, string(m[1]))
