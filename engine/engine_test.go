@@ -22,6 +22,14 @@ func openTest(t testing.TB, dir string, o *Options) *Engine {
 	if o.SegmentSize == 0 {
 		o.SegmentSize = 1 << 20
 	}
+	// The disk rules read the host's file system, which other programs
+	// fill: off unless a test sets them.
+	if o.RetentionDiskRatio == 0 {
+		o.RetentionDiskRatio = 1
+	}
+	if o.DiskFullRatio == 0 {
+		o.DiskFullRatio = 1
+	}
 	e, err := Open(dir, o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

@@ -71,8 +71,12 @@ type Options struct {
 	// RetentionAge deletes commit-log segments whose last write is older.
 	// Default 72h. Deletion ignores consumption, as in RocketMQ.
 	RetentionAge time.Duration
-	// RetentionDiskRatio deletes the oldest segments while the disk holding
-	// the data is fuller than this fraction. Default 0.75.
+	// RetentionDiskRatio deletes the oldest segments, consumed or not,
+	// while the disk holding the data is fuller than this fraction.
+	// Default 0.85, RocketMQ's diskSpaceCleanForciblyRatio. (RocketMQ's
+	// diskMaxUsedSpaceRatio, 0.75, only makes it delete segments past
+	// RetentionAge before its daily hour; the engine deletes those at
+	// any hour.)
 	RetentionDiskRatio float64
 	// RetentionInterval is how often retention runs. Default 1m.
 	RetentionInterval time.Duration
@@ -194,7 +198,7 @@ const (
 	DefaultMaxMessageSize = 4 << 20
 	DefaultQueueCount     = 8
 	DefaultRetentionAge   = 72 * time.Hour
-	DefaultDiskRatio      = 0.75
+	DefaultDiskRatio      = 0.85
 	DefaultRetentionEvery = time.Minute
 	DefaultTimerHorizon   = 72 * time.Hour
 	DefaultDispatchDelay  = 200 * time.Microsecond

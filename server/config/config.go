@@ -112,7 +112,7 @@ func (c *Config) BindEngine(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.AutoCreateGroups, "auto-create-groups", true, "create unknown consumer groups when a consumer first uses them")
 	fs.Int32Var(&c.DefaultQueues, "default-queues", engine.DefaultQueueCount, "queue count of auto-created topics")
 	fs.DurationVar(&c.RetentionAge, "retention-age", engine.DefaultRetentionAge, "delete commit-log segments older than this")
-	fs.Float64Var(&c.RetentionDiskRatio, "retention-disk-ratio", engine.DefaultDiskRatio, "delete the oldest segments while the data disk is fuller than this fraction")
+	fs.Float64Var(&c.RetentionDiskRatio, "retention-disk-ratio", engine.DefaultDiskRatio, "delete the oldest segments, consumed or not, while the data disk is fuller than this fraction")
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", engine.DefaultRetentionEvery, "how often retention runs")
 	fs.Float64Var(&c.DiskFullRatio, "disk-full-ratio", engine.DefaultDiskFullRatio, "refuse sends while the data disk is at least this full (consumers go on)")
 	c.DiskReserve = engine.DefaultDiskReserve

@@ -52,7 +52,7 @@ func (b *Broker) configProperties() map[string]string {
 		"mappedFileSizeCommitLog":     strconv.FormatInt(o.SegmentSize, 10),
 		"maxMessageSize":              strconv.Itoa(o.MaxMessageSize),
 		"fileReservedTime":            strconv.FormatFloat(o.RetentionAge.Hours(), 'f', -1, 64),
-		"diskMaxUsedSpaceRatio":       strconv.FormatFloat(o.RetentionDiskRatio*100, 'f', -1, 64),
+		"diskSpaceCleanForciblyRatio": strconv.FormatFloat(o.RetentionDiskRatio*100, 'f', -1, 64),
 		"storePathRootDir":            b.eng.Dir(),
 		"enablePropertyFilter":        strconv.FormatBool(!o.DisableSQLFilter),
 		"transactionTimeOut":          strconv.FormatInt(o.TransactionTimeout.Milliseconds(), 10),
