@@ -44,6 +44,17 @@ func (g *Generator) Consume(ctx context.Context, w bench.Workload) (bench.Measur
 	}); err != nil {
 		return bench.Measurement{}, fmt.Errorf("jetstream: create consumer: %w", err)
 	}
+	// The consumers read the whole stream: it must hold what was
+	// published, once.
+	st, err := jss[0].Stream(ctx, g.o.Stream)
+	if err != nil {
+		return bench.Measurement{}, fmt.Errorf("jetstream: stream %s: %w", g.o.Stream, err)
+	}
+	if info, err := st.Info(ctx); err != nil {
+		return bench.Measurement{}, fmt.Errorf("jetstream: stream %s: %w", g.o.Stream, err)
+	} else if int64(info.State.Msgs) != w.Count {
+		return bench.Measurement{}, fmt.Errorf("jetstream: stream %s holds %d messages after the pre-load of %d", g.o.Stream, info.State.Msgs, w.Count)
+	}
 	consumers := make([]jetstream.Consumer, pullers)
 	for i := range consumers {
 		if consumers[i], err = jss[i%len(jss)].Consumer(ctx, g.o.Stream, DefaultConsumer); err != nil {
