@@ -200,35 +200,10 @@ func (c *Client) callWith(ctx context.Context, hc *http.Client, path string, req
 	if err != nil {
 		return Group{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
-	deadline := time.Now().Add(leaderWait)
-	for wait := 25 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		g, err := c.sweep(ctx, hc, path, body)
-		if !errors.Is(err, ErrNotLeader) || time.Now().Add(wait).After(deadline) {
-			return g, err
-		}
-		// A node answered but none leads yet: an election, or a new
-		// leader still applying the log before it answers.
-		select {
-		case <-ctx.Done():
-			return g, err
-		case <-time.After(wait):
-		}
-	}
-}
-
-// leaderWait bounds how long a call waits for a quorum that is between
-// leaders; a healthy quorum elects and settles well within it.
-const leaderWait = 3 * time.Second
-
-// sweep tries each controller once, starting with the last that
-// answered, and returns the first answer that is not "ask elsewhere".
-// Its error, when every node fails, is ErrNotLeader if any node
-// answered that it does not lead.
-func (c *Client) sweep(ctx context.Context, hc *http.Client, path string, body []byte) (Group, error) {
 	c.mu.Lock()
 	start := c.next
 	c.mu.Unlock()
-	var last, notLeader error
+	var last error
 	for i := range c.addrs {
 		n := (start + i) % len(c.addrs)
 		g, err := c.callOne(ctx, hc, c.addrs[n], path, body)
@@ -241,15 +216,9 @@ func (c *Client) sweep(ctx context.Context, hc *http.Client, path string, body [
 			return g, err
 		}
 		last = err
-		if errors.Is(err, ErrNotLeader) {
-			notLeader = err
-		}
 		if ctx.Err() != nil {
 			break
 		}
-	}
-	if notLeader != nil {
-		return Group{}, notLeader
 	}
 	return Group{}, last
 }

@@ -67,12 +67,14 @@ func (n *node) stop(t *testing.T) {
 	}
 }
 
+// leader waits for the node that leads and answers requests.
 func leader(t *testing.T, nodes []*node) *node {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, n := range nodes {
-			if n.c.IsLeader() {
+			// ready: it leads and has applied the log, so it answers.
+			if n.c.ready() {
 				return n
 			}
 		}
