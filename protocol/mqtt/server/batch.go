@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
@@ -25,27 +27,74 @@ const (
 
 // publishBatch is the reader's batch of messages to store.
 type publishBatch struct {
-	msgs []*message.Message
-	acks []*packet.Puback // of each message; nil for QoS 0
+	msgs []*message.Message // in sc.recs
+	acks []*packet.Puback   // of each message; nil for QoS 0
 	size int
+	sc   *pubScratch // from the batch's first message to its reset
 }
+
+// pubScratch holds a batch's messages and their bytes (payloads and
+// encoded properties) until the engine has stored them: pooled, so that
+// a busy connection reuses them and an idle one holds none.
+type pubScratch struct {
+	buf  []byte
+	recs []message.Message
+}
+
+var pubScratches = sync.Pool{New: func() any { return new(pubScratch) }}
 
 func (b *publishBatch) reset() {
 	clear(b.msgs)
 	clear(b.acks)
 	b.msgs, b.acks, b.size = b.msgs[:0], b.acks[:0], 0
+	if sc := b.sc; sc != nil {
+		b.sc = nil
+		clear(sc.recs)
+		sc.recs = sc.recs[:0]
+		if cap(sc.buf) <= 256<<10 { // an outsized batch's buffer is not kept
+			sc.buf = sc.buf[:0]
+			pubScratches.Put(sc)
+		}
+	}
+}
+
+// add encodes the message of p into the batch's scratch, without copying
+// through a property map: its payload and properties are appended to
+// the scratch buffer.
+func (b *publishBatch) add(p *packet.Publish, publisher string) (*message.Message, error) {
+	if b.sc == nil {
+		b.sc = pubScratches.Get().(*pubScratch)
+	}
+	sc := b.sc
+	var m mapping.Message
+	setFromPublish(&m, p, publisher)
+	if len(p.Payload) > 0 {
+		at := len(sc.buf)
+		sc.buf = append(sc.buf, p.Payload...)
+		m.Payload = sc.buf[at:len(sc.buf):len(sc.buf)]
+	}
+	sc.recs = append(sc.recs, message.Message{})
+	r := &sc.recs[len(sc.recs)-1]
+	var err error
+	if sc.buf, err = mapping.Encode(r, &m, sc.buf); err != nil {
+		sc.recs = sc.recs[:len(sc.recs)-1]
+		return nil, err
+	}
+	return r, nil
 }
 
 // batchPublish adds an accepted PUBLISH of QoS 0 or 1, not retained, to
 // the reader's batch, and its PUBACK to the reader's answers.
 func (c *conn) batchPublish(p *packet.Publish) bool {
-	r, err := mapping.ToRocketMQ(fromPublish(p, c.ss.id))
+	b := &c.pubs
+	if len(b.msgs) > 0 {
+		if first, _, _ := strings.Cut(p.Topic, "/"); first != b.msgs[0].Topic && c.storePublishes() != nil {
+			return false
+		}
+	}
+	r, err := b.add(p, c.ss.id)
 	if err != nil {
 		return c.publishFailed(p, fmt.Errorf("mqtt: publish to %s: %w", p.Topic, err))
-	}
-	b := &c.pubs
-	if len(b.msgs) > 0 && b.msgs[0].Topic != r.Topic && c.storePublishes() != nil {
-		return false
 	}
 	var ack *packet.Puback
 	if p.QoS == 1 {
@@ -101,7 +150,7 @@ func (c *conn) storePublishes() error {
 			s.msgsIn.Add(1)
 			continue
 		}
-		err = fmt.Errorf("mqtt: publish to %s: %w", m.Properties[mapping.PropOriginTopic], err)
+		err = fmt.Errorf("mqtt: publish to %s: %w", m.Property(mapping.PropOriginTopic), err)
 		if c.version != packet.Version5 {
 			s.log.Debug("mqtt: publish failed; closing", "client", c.ss.id, "err", err)
 			clear(c.racks)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
-	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
 )
@@ -62,6 +61,7 @@ func (c *conn) stopSub(raw string) {
 func (c *conn) pump(ctx context.Context, sub *subscription) {
 	s, ss := c.s, c.ss
 	var batch pumpBatch
+	var dec mapping.Decoder
 	for ctx.Err() == nil {
 		ss.mu.Lock()
 		off, recoverEnd := sub.next, sub.recoverEnd
@@ -117,14 +117,15 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 			ss.mu.Unlock()
 			continue
 		}
-		msgs := decodeRecords(res.Records)
+		msgs := decodeRecords(&dec, res.Records)
 		next := res.NextOffset
 		res.Release()
-		for _, m := range msgs {
-			if m.QueueOffset < recoverEnd && c.settled(sub, m.QueueOffset) {
+		for i := range msgs {
+			sm := &msgs[i]
+			if sm.off < recoverEnd && c.settled(sub, sm.off) {
 				continue
 			}
-			if err := c.deliver(ctx, sub, m.QueueOffset, mapping.FromRocketMQ(m), &batch); err != nil {
+			if err := c.deliver(ctx, sub, sm.off, &sm.m, &batch); err != nil {
 				return
 			}
 		}
@@ -399,12 +400,12 @@ func (c *conn) resend(f *outFlight) bool {
 			res.Release()
 			return false
 		}
-		rm, _, err := message.DecodeStored(res.Records[0])
+		rm, off, err := mapping.FromStored(res.Records[0])
 		res.Release()
-		if err != nil || rm.QueueOffset != f.offset {
+		if err != nil || off != f.offset {
 			return false
 		}
-		m = mapping.FromRocketMQ(rm)
+		m = rm
 	}
 	p := c.outPublish(m, f.qos, f.msg != nil, f.subID) // a retained message keeps its flag
 	p.PacketID, p.Dup = f.pid, true
@@ -496,14 +497,30 @@ func (ss *session) received(c *conn, pid uint16, code packet.ReasonCode) {
 	c.answer(pubrel(pid))
 }
 
-// decodeRecords decodes the stored records of a pull, skipping any that
-// do not decode (the engine counts those as corrupt).
-func decodeRecords(recs [][]byte) []*message.Message {
-	msgs := make([]*message.Message, 0, len(recs))
+// storedMsg is a message of a pull and its queue offset.
+type storedMsg struct {
+	m   mapping.Message
+	off int64
+}
+
+// decodeRecords decodes the stored records of a pull with d, skipping any
+// that do not decode (the engine counts those as corrupt). The messages
+// share one array, and their payloads one copy: two allocations for the
+// pull, beside the names d makes anew.
+func decodeRecords(d *mapping.Decoder, recs [][]byte) []storedMsg {
+	n := 0
 	for _, r := range recs {
-		if m, _, err := message.DecodeStored(r); err == nil {
-			msgs = append(msgs, m)
+		n += len(r) // bounds the payloads
+	}
+	buf := make([]byte, 0, n)
+	msgs := make([]storedMsg, len(recs))
+	i := 0
+	for _, r := range recs {
+		off, b, err := d.Decode(&msgs[i].m, r, buf)
+		if err == nil {
+			msgs[i].off, buf = off, b
+			i++
 		}
 	}
-	return msgs
+	return msgs[:i]
 }
