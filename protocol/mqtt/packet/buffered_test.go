@@ -131,4 +131,3 @@ func TestDecoderReuseTopic(t *testing.T) {
 		t.Errorf("%v allocations per PUBLISH to the last topic, want 0", n)
 	}
 }
-
