@@ -125,7 +125,7 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 			if sm.off < recoverEnd && c.settled(sub, sm.off) {
 				continue
 			}
-			if err := c.deliver(ctx, sub, sm.off, &sm.m, &batch); err != nil {
+			if err := c.deliver(ctx, sub, sm.off, &sm.m, &sm.pub, &batch); err != nil {
 				return
 			}
 		}
@@ -153,9 +153,16 @@ func (c *conn) settled(sub *subscription, off int64) bool {
 
 // outPublish builds the PUBLISH of m for a subscriber.
 func (c *conn) outPublish(m *mapping.Message, qos byte, retain bool, subID int) *packet.Publish {
-	p := &packet.Publish{Topic: m.Topic, QoS: qos, Retain: retain, Payload: m.Payload}
+	p := new(packet.Publish)
+	c.setPublish(p, m, qos, retain, subID)
+	return p
+}
+
+// setPublish sets p to the PUBLISH of m for a subscriber.
+func (c *conn) setPublish(p *packet.Publish, m *mapping.Message, qos byte, retain bool, subID int) {
+	*p = packet.Publish{Topic: m.Topic, QoS: qos, Retain: retain, Payload: m.Payload}
 	if c.version != packet.Version5 {
-		return p
+		return
 	}
 	pr := &p.Properties
 	if m.HasPayloadFormat {
@@ -176,7 +183,6 @@ func (c *conn) outPublish(m *mapping.Message, qos byte, retain bool, subID int) 
 	if subID > 0 {
 		pr.SubscriptionIdentifiers = []int{subID}
 	}
-	return p
 }
 
 // tooLarge reports whether p exceeds the client's Maximum Packet Size:
@@ -226,11 +232,11 @@ func (c *conn) commitPump(b *pumpBatch) error {
 	return nil
 }
 
-// deliver sends the message at queue offset off of sub, or holds it in
-// batch (a stored QoS 2 one; the pump commits the batch before it
-// flushes). It returns an error only when ctx ended before it could be
-// sent.
-func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message, batch *pumpBatch) error {
+// deliver sends the message at queue offset off of sub, built in p, or
+// holds it in batch (a stored QoS 2 one; the pump commits the batch
+// before it flushes). It returns an error only when ctx ended before it
+// could be sent.
+func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message, p *packet.Publish, batch *pumpBatch) error {
 	ss := c.ss
 	o := sub.o()
 	if o.noLocal && m.Publisher == ss.id {
@@ -240,7 +246,7 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 		return nil
 	}
 	qos := min(m.QoS, o.qos)
-	p := c.outPublish(m, qos, o.rap && m.Retain, o.subID)
+	c.setPublish(p, m, qos, o.rap && m.Retain, o.subID)
 	if c.tooLarge(p) {
 		return nil
 	}
@@ -497,16 +503,18 @@ func (ss *session) received(c *conn, pid uint16, code packet.ReasonCode) {
 	c.answer(pubrel(pid))
 }
 
-// storedMsg is a message of a pull and its queue offset.
+// storedMsg is a message of a pull, its queue offset, and room for its
+// PUBLISH to a subscriber.
 type storedMsg struct {
 	m   mapping.Message
 	off int64
+	pub packet.Publish
 }
 
 // decodeRecords decodes the stored records of a pull with d, skipping any
 // that do not decode (the engine counts those as corrupt). The messages
-// share one array, and their payloads one copy: two allocations for the
-// pull, beside the names d makes anew.
+// and their PUBLISH packets share one array, and their payloads one
+// copy: two allocations for the pull, beside the names d makes anew.
 func decodeRecords(d *mapping.Decoder, recs [][]byte) []storedMsg {
 	n := 0
 	for _, r := range recs {
