@@ -28,44 +28,73 @@ const (
 // publishBatch is the reader's batch of messages to store.
 type publishBatch struct {
 	msgs []*message.Message // in sc.recs
-	acks []*packet.Puback   // of each message; nil for QoS 0
+	acks []*packet.Puback   // of each message, in sc.acks; nil for QoS 0
 	size int
-	sc   *pubScratch // from the batch's first message to its reset
+	// sc holds the messages, their bytes and their PUBACKs from the
+	// first message until the reader has queued its answers (release).
+	sc *pubScratch
 }
 
-// pubScratch holds a batch's messages and their bytes (payloads and
-// encoded properties) until the engine has stored them: pooled, so that
-// a busy connection reuses them and an idle one holds none.
+// pubScratch holds a reader's messages and their bytes (payloads and
+// encoded properties) until the engine has stored them, and their
+// PUBACKs until they are queued: pooled, so that a busy connection
+// reuses them and an idle one holds none. Nothing in it is overwritten
+// before release: an append that moves an array leaves the old one to
+// what points into it.
 type pubScratch struct {
 	buf  []byte
 	recs []message.Message
+	acks []packet.Puback
 }
 
 var pubScratches = sync.Pool{New: func() any { return new(pubScratch) }}
 
+// reset empties the batch once it is stored; its scratch stays, for the
+// PUBACKs still to be queued.
 func (b *publishBatch) reset() {
 	clear(b.msgs)
 	clear(b.acks)
 	b.msgs, b.acks, b.size = b.msgs[:0], b.acks[:0], 0
-	if sc := b.sc; sc != nil {
-		b.sc = nil
-		clear(sc.recs)
-		sc.recs = sc.recs[:0]
-		if cap(sc.buf) <= 256<<10 { // an outsized batch's buffer is not kept
-			sc.buf = sc.buf[:0]
-			pubScratches.Put(sc)
-		}
+}
+
+// release returns the scratch to the pool: the batch is stored and
+// nothing points into the scratch any more (the reader's answers are
+// queued or dropped).
+func (b *publishBatch) release() {
+	sc := b.sc
+	if sc == nil {
+		return
 	}
+	b.sc = nil
+	clear(sc.recs)
+	clear(sc.acks)
+	sc.recs, sc.acks = sc.recs[:0], sc.acks[:0]
+	if cap(sc.buf) <= 256<<10 { // an outsized batch's buffer is not kept
+		sc.buf = sc.buf[:0]
+		pubScratches.Put(sc)
+	}
+}
+
+// scratch returns the batch's scratch, taking one from the pool.
+func (b *publishBatch) scratch() *pubScratch {
+	if b.sc == nil {
+		b.sc = pubScratches.Get().(*pubScratch)
+	}
+	return b.sc
+}
+
+// newAck returns a PUBACK for pid, held in the scratch.
+func (b *publishBatch) newAck(pid uint16) *packet.Puback {
+	sc := b.scratch()
+	sc.acks = append(sc.acks, packet.Puback{PacketID: pid})
+	return &sc.acks[len(sc.acks)-1]
 }
 
 // add encodes the message of p into the batch's scratch, without copying
 // through a property map: its payload and properties are appended to
 // the scratch buffer.
 func (b *publishBatch) add(p *packet.Publish, publisher string) (*message.Message, error) {
-	if b.sc == nil {
-		b.sc = pubScratches.Get().(*pubScratch)
-	}
-	sc := b.sc
+	sc := b.scratch()
 	var m mapping.Message
 	setFromPublish(&m, p, publisher)
 	if len(p.Payload) > 0 {
@@ -98,7 +127,7 @@ func (c *conn) batchPublish(p *packet.Publish) bool {
 	}
 	var ack *packet.Puback
 	if p.QoS == 1 {
-		ack = &packet.Puback{PacketID: p.PacketID}
+		ack = b.newAck(p.PacketID)
 	}
 	b.msgs = append(b.msgs, r)
 	b.acks = append(b.acks, ack)

@@ -577,7 +577,12 @@ func (c *conn) answer(p packet.Packet) bool {
 // answers; an error from the store withholds them and ends the
 // connection (the client sends again what they would have answered).
 func (c *conn) commitReader() error {
+	// The answers are queued or dropped when this returns: the PUBACKs
+	// in the publish batch's scratch are no longer needed.
+	defer c.pubs.release()
 	if err := c.storePublishes(); err != nil {
+		clear(c.racks)
+		c.racks = c.racks[:0]
 		return err
 	}
 	if len(c.rops) > 0 {
@@ -597,6 +602,8 @@ func (c *conn) commitReader() error {
 	}
 	for i, p := range c.racks {
 		if err := c.queue(p); err != nil {
+			clear(c.racks)
+			c.racks = c.racks[:0]
 			return err
 		}
 		c.racks[i] = nil
