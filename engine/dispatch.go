@@ -758,7 +758,14 @@ func (s *sortedSets) Set(key, value []byte, _ *pebble.WriteOptions) error {
 
 // apply sets the buffered pairs in b, in key order, and empties s.
 func (s *sortedSets) apply(b *pebble.Batch) error {
-	slices.SortStableFunc(s.pairs, func(x, y kvSpan) int { return bytes.Compare(s.key(x), s.key(y)) })
+	// Equal keys stay in the order they were set (at grows with it), as
+	// a stable sort would keep them, at the cost of an unstable one.
+	slices.SortFunc(s.pairs, func(x, y kvSpan) int {
+		if c := bytes.Compare(s.key(x), s.key(y)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.at, y.at)
+	})
 	for _, p := range s.pairs {
 		if err := b.Set(s.key(p), s.buf[p.at+p.klen:p.end], nil); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -49,5 +50,54 @@ func TestSortedSets(t *testing.T) {
 	}
 	if len(s.pairs) != 0 || len(s.buf) != 0 {
 		t.Fatal("apply left pairs behind")
+	}
+}
+
+// TestSortedSetsManyRepeats: with more pairs than a small sort handles
+// by insertion, equal keys still reach the batch in the order they were
+// set, so the last value wins.
+func TestSortedSetsManyRepeats(t *testing.T) {
+	var s sortedSets
+	last := map[string]string{}
+	for i := range 600 {
+		k := fmt.Sprintf("k%02d", (i*7919)%37)
+		v := fmt.Sprintf("v%04d", i)
+		if err := s.Set([]byte(k), []byte(v), nil); err != nil {
+			t.Fatal(err)
+		}
+		last[k] = v
+	}
+	db := kvtest.OpenDB(t)
+	b := db.NewBatch()
+	if err := s.apply(b); err != nil {
+		t.Fatal(err)
+	}
+	r := b.Reader()
+	var prevK, prevV string
+	for n := 0; ; n++ {
+		_, k, v, ok, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			if n != 600 {
+				t.Fatalf("%d pairs in the batch, want 600", n)
+			}
+			break
+		}
+		if string(k) < prevK || string(k) == prevK && string(v) <= prevV {
+			t.Fatalf("%s=%s after %s=%s", k, v, prevK, prevV)
+		}
+		prevK, prevV = string(k), string(v)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range last {
+		v, closer, err := db.Get([]byte(k))
+		if err != nil || string(v) != want {
+			t.Fatalf("%s = %q, %v; want %q", k, v, err, want)
+		}
+		closer.Close()
 	}
 }

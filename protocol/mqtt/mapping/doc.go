@@ -37,5 +37,13 @@
 // else "first/TAG" when tagged, else "first" (Name). A message without
 // qosLevel (sent by a RocketMQ client) counts as QoS 1.
 //
-// The package holds no state and is safe for concurrent use.
+// ToRocketMQ (and Encode, which appends to a caller's buffer) writes the
+// properties in the engine's encoded form, which the engine stores as it
+// is; no property map is made. FromRocketMQ maps a decoded
+// message.Message; a Decoder reads the contract's properties of a stored
+// record in place, for the delivery path, and gives what FromRocketMQ
+// would give for it (FuzzDecoder checks that).
+//
+// The package holds no state and is safe for concurrent use; a Decoder
+// is for one goroutine.
 package mapping

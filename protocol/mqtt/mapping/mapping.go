@@ -95,67 +95,127 @@ func reserved(k string) bool {
 	return true
 }
 
-// ToRocketMQ returns the message to store for m.
+// ToRocketMQ returns the message to store for m: its properties in
+// their encoded form (EncodedProperties, see Encode), its body m.Payload.
 func ToRocketMQ(m *Message) (*message.Message, error) {
-	topic, tag, err := Split(m.Topic)
-	if err != nil {
+	r := &message.Message{}
+	if _, err := Encode(r, m, nil); err != nil {
 		return nil, err
 	}
-	r := &message.Message{Topic: topic, Body: m.Payload, Properties: make(map[string]string, 4+len(m.UserProperties))}
+	return r, nil
+}
+
+// Encode fills r with the message to store for m and returns buf with
+// r's encoded properties appended: r.EncodedProperties aliases buf's
+// new bytes (or the array an append moved them to), r.Body aliases
+// m.Payload. No map is made, and a message without user properties costs
+// no allocation beyond buf's growth. The properties are written in the
+// encoded form the engine stores as it is (name 0x01 value 0x02), each
+// name once; a name or value holding a separator byte, or properties
+// longer than message.MaxPropertiesSize, are refused with the errors of
+// message.ValidateProperties.
+func Encode(r *message.Message, m *Message, buf []byte) ([]byte, error) {
+	topic, tag, err := Split(m.Topic)
+	if err != nil {
+		return buf, err
+	}
+	*r = message.Message{Topic: topic, Body: m.Payload}
+	start := len(buf)
+	e := encoder{b: buf}
 	if tag != "" {
-		r.SetTags(tag)
+		e.add(message.PropertyTags, tag)
 	}
 	if len(m.Payload) == 0 {
 		r.Body = []byte{0}
-		r.Properties[PropEmpty] = "true"
+		e.add(PropEmpty, "true")
 	}
-	r.Properties[PropOriginTopic] = m.Topic
-	r.Properties[PropQoS] = strconv.Itoa(int(m.QoS))
+	e.add(PropOriginTopic, m.Topic)
+	e.addInt(PropQoS, int64(m.QoS))
 	if m.Publisher != "" {
-		r.Properties[PropClientID] = m.Publisher
+		e.add(PropClientID, m.Publisher)
 	}
 	if m.Retain {
-		r.Properties[PropRetain] = "1"
+		e.add(PropRetain, "1")
 	}
 	if len(m.UserProperties) > 0 {
 		pairs := make([][2]string, len(m.UserProperties))
 		for i, p := range m.UserProperties {
 			pairs[i] = [2]string{p.Key, p.Value}
 		}
-		b, _ := json.Marshal(pairs) // strings always marshal
-		r.Properties[PropUserProps] = string(b)
-		for _, p := range m.UserProperties {
-			if _, dup := r.Properties[p.Key]; dup || p.Key == "" || reserved(p.Key) || strings.ContainsAny(p.Key+p.Value, "\x01\x02") {
+		b, _ := json.Marshal(pairs) // strings always marshal; JSON escapes the separators
+		e.add(PropUserProps, string(b))
+	users:
+		for i, p := range m.UserProperties {
+			if p.Key == "" || reserved(p.Key) || strings.ContainsAny(p.Key, "\x01\x02") || strings.ContainsAny(p.Value, "\x01\x02") {
 				continue
 			}
-			r.Properties[p.Key] = p.Value
+			for _, q := range m.UserProperties[:i] { // the first of duplicates
+				if q.Key == p.Key && !strings.ContainsAny(q.Value, "\x01\x02") {
+					continue users
+				}
+			}
+			e.add(p.Key, p.Value)
 		}
 	}
 	if m.HasPayloadFormat {
-		r.Properties[PropPayloadFormat] = strconv.Itoa(int(m.PayloadFormat))
+		e.addInt(PropPayloadFormat, int64(m.PayloadFormat))
 	}
 	if m.ContentType != "" {
-		r.Properties[PropContentType] = m.ContentType
+		e.add(PropContentType, m.ContentType)
 	}
 	if m.ResponseTopic != "" {
-		r.Properties[PropResponseTopic] = m.ResponseTopic
+		e.add(PropResponseTopic, m.ResponseTopic)
 	}
 	if m.CorrelationData != nil {
-		r.Properties[PropCorrelationData] = base64.StdEncoding.EncodeToString(m.CorrelationData)
+		e.add(PropCorrelationData, base64.StdEncoding.EncodeToString(m.CorrelationData))
 	}
 	if !m.ExpireAt.IsZero() {
-		r.Properties[PropExpireAt] = strconv.FormatInt(m.ExpireAt.UnixMilli(), 10)
+		e.addInt(PropExpireAt, m.ExpireAt.UnixMilli())
 	}
-	if err := message.ValidateProperties(r.Properties); err != nil {
-		return nil, fmt.Errorf("mapping: %w", err)
+	if e.err == nil && len(e.b)-start > message.MaxPropertiesSize {
+		e.err = fmt.Errorf("%w: %d bytes encoded, limit %d", message.ErrPropertiesTooLarge, len(e.b)-start, message.MaxPropertiesSize)
 	}
-	return r, nil
+	if e.err != nil {
+		return buf, fmt.Errorf("mapping: %w", e.err)
+	}
+	r.EncodedProperties = e.b[start:len(e.b):len(e.b)]
+	return e.b, nil
+}
+
+// encoder appends properties in their encoded form; the first name or
+// value that cannot be encoded is its error.
+type encoder struct {
+	b   []byte
+	err error
+}
+
+func (e *encoder) add(name, value string) {
+	if strings.IndexByte(value, 1) >= 0 || strings.IndexByte(value, 2) >= 0 {
+		if e.err == nil {
+			e.err = fmt.Errorf("%w: value of %q contains a separator byte", message.ErrInvalidProperty, name)
+		}
+		return
+	}
+	e.b = append(e.b, name...)
+	e.b = append(e.b, 1)
+	e.b = append(e.b, value...)
+	e.b = append(e.b, 2)
+}
+
+func (e *encoder) addInt(name string, v int64) {
+	e.b = append(e.b, name...)
+	e.b = append(e.b, 1)
+	e.b = strconv.AppendInt(e.b, v, 10)
+	e.b = append(e.b, 2)
 }
 
 // FromRocketMQ returns the MQTT message a stored message is delivered
 // as. Values of the contract's properties that do not parse are ignored.
 func FromRocketMQ(r *message.Message) *Message {
 	p := r.Properties
+	if p == nil && len(r.EncodedProperties) > 0 {
+		p, _ = message.DecodeProperties(r.EncodedProperties)
+	}
 	m := &Message{
 		Topic:     Name(r.Topic, r.Tags(), p[PropOriginTopic]),
 		Payload:   r.Body,

@@ -3,7 +3,9 @@ package packet
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"testing"
+	"unsafe"
 )
 
 func TestPacketBuffered(t *testing.T) {
@@ -77,5 +79,55 @@ func TestDecoderReuse(t *testing.T) {
 	}
 	if got[0] != got[1] || got[2] != got[3] {
 		t.Error("the packets of one type are not the same reused struct")
+	}
+}
+
+// TestDecoderReuseTopic: a reused PUBLISH keeps the string of its topic
+// while the topic stays the same, so a run of PUBLISH packets to one
+// topic decodes without allocating; another topic gets its own string.
+func TestDecoderReuseTopic(t *testing.T) {
+	var stream []byte
+	for _, topic := range []string{"a/b", "a/b", "a/c", "a/c"} {
+		var err error
+		if stream, err = (&Publish{Topic: topic, QoS: 1, PacketID: 1, Payload: []byte("x")}).AppendTo(stream, Version5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := NewDecoder(bytes.NewReader(stream))
+	d.Version, d.Reuse = Version5, true
+	var topics []string
+	for range 4 {
+		p, err := d.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		topics = append(topics, p.(*Publish).Topic)
+	}
+	if fmt.Sprint(topics) != "[a/b a/b a/c a/c]" {
+		t.Fatalf("topics %q", topics)
+	}
+	if unsafe.StringData(topics[0]) != unsafe.StringData(topics[1]) || unsafe.StringData(topics[2]) != unsafe.StringData(topics[3]) {
+		t.Error("a repeated topic got a new string")
+	}
+	if unsafe.StringData(topics[1]) == unsafe.StringData(topics[2]) {
+		t.Error("another topic kept the string before")
+	}
+
+	one, err := (&Publish{Topic: "a/b", QoS: 1, PacketID: 1, Payload: []byte("x")}).AppendTo(nil, Version5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &loopReader{b: one}
+	d = NewDecoder(src)
+	d.Version, d.Reuse = Version5, true
+	if _, err := d.Read(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := d.Read(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per PUBLISH to the last topic, want 0", n)
 	}
 }

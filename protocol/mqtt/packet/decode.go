@@ -154,7 +154,9 @@ func decode(first byte, body []byte, version byte, ru *reused) (Packet, error) {
 		var c *Publish
 		if ru != nil {
 			c = &ru.pub
-			*c = Publish{}
+			// The last topic stays as decodePublish's guess: a run of
+			// PUBLISH packets to one topic shares its string.
+			*c = Publish{Topic: c.Topic}
 		} else {
 			c = &Publish{}
 		}

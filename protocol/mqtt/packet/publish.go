@@ -52,7 +52,9 @@ func decodePublish(r *rd, p *Publish, flags, version byte) *Error {
 		}
 		return &Error{Err: ErrTopicNameInvalid, Code: TopicNameInvalid, Detail: "empty topic name"}
 	}
-	p.Topic = string(topic)
+	if p.Topic != string(topic) { // a reused packet keeps its topic's string
+		p.Topic = string(topic)
+	}
 	p.Payload = r.b[r.i:len(r.b):len(r.b)]
 	r.i = len(r.b)
 	return nil

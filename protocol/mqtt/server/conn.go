@@ -577,7 +577,12 @@ func (c *conn) answer(p packet.Packet) bool {
 // answers; an error from the store withholds them and ends the
 // connection (the client sends again what they would have answered).
 func (c *conn) commitReader() error {
+	// The answers are queued or dropped when this returns: the PUBACKs
+	// in the publish batch's scratch are no longer needed.
+	defer c.pubs.release()
 	if err := c.storePublishes(); err != nil {
+		clear(c.racks)
+		c.racks = c.racks[:0]
 		return err
 	}
 	if len(c.rops) > 0 {
@@ -597,6 +602,8 @@ func (c *conn) commitReader() error {
 	}
 	for i, p := range c.racks {
 		if err := c.queue(p); err != nil {
+			clear(c.racks)
+			c.racks = c.racks[:0]
 			return err
 		}
 		c.racks[i] = nil
@@ -690,10 +697,15 @@ func badPayloadFormat(pr *packet.Properties, payload []byte) bool {
 // fromPublish returns the application message of a PUBLISH (or will),
 // copying what aliases the read buffer.
 func fromPublish(p *packet.Publish, publisher string) *mapping.Message {
-	m := &mapping.Message{
-		Topic: p.Topic, QoS: p.QoS, Retain: p.Retain, Publisher: publisher,
-		Payload: append([]byte(nil), p.Payload...),
-	}
+	m := new(mapping.Message)
+	setFromPublish(m, p, publisher)
+	m.Payload = append([]byte(nil), p.Payload...)
+	return m
+}
+
+// setFromPublish sets m to the message of p, but for its payload.
+func setFromPublish(m *mapping.Message, p *packet.Publish, publisher string) {
+	*m = mapping.Message{Topic: p.Topic, QoS: p.QoS, Retain: p.Retain, Publisher: publisher}
 	pr := &p.Properties
 	if pr.Has(packet.PropPayloadFormat) {
 		m.PayloadFormat, m.HasPayloadFormat = pr.PayloadFormat, true
@@ -708,7 +720,6 @@ func fromPublish(p *packet.Publish, publisher string) *mapping.Message {
 	for _, u := range pr.UserProperties {
 		m.UserProperties = append(m.UserProperties, mapping.UserProperty{Key: u.Key, Value: u.Value})
 	}
-	return m
 }
 
 func (c *conn) pubAck(p *packet.Publish, code packet.ReasonCode, reason ...string) bool {

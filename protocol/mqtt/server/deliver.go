@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/karmanmq/karman/engine"
-	"github.com/karmanmq/karman/engine/message"
 	"github.com/karmanmq/karman/protocol/mqtt/mapping"
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
 )
@@ -62,6 +61,7 @@ func (c *conn) stopSub(raw string) {
 func (c *conn) pump(ctx context.Context, sub *subscription) {
 	s, ss := c.s, c.ss
 	var batch pumpBatch
+	var dec mapping.Decoder
 	for ctx.Err() == nil {
 		ss.mu.Lock()
 		off, recoverEnd := sub.next, sub.recoverEnd
@@ -117,14 +117,15 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 			ss.mu.Unlock()
 			continue
 		}
-		msgs := decodeRecords(res.Records)
+		msgs := decodeRecords(&dec, res.Records)
 		next := res.NextOffset
 		res.Release()
-		for _, m := range msgs {
-			if m.QueueOffset < recoverEnd && c.settled(sub, m.QueueOffset) {
+		for i := range msgs {
+			sm := &msgs[i]
+			if sm.off < recoverEnd && c.settled(sub, sm.off) {
 				continue
 			}
-			if err := c.deliver(ctx, sub, m.QueueOffset, mapping.FromRocketMQ(m), &batch); err != nil {
+			if err := c.deliver(ctx, sub, sm.off, &sm.m, &sm.pub, &batch); err != nil {
 				return
 			}
 		}
@@ -152,9 +153,16 @@ func (c *conn) settled(sub *subscription, off int64) bool {
 
 // outPublish builds the PUBLISH of m for a subscriber.
 func (c *conn) outPublish(m *mapping.Message, qos byte, retain bool, subID int) *packet.Publish {
-	p := &packet.Publish{Topic: m.Topic, QoS: qos, Retain: retain, Payload: m.Payload}
+	p := new(packet.Publish)
+	c.setPublish(p, m, qos, retain, subID)
+	return p
+}
+
+// setPublish sets p to the PUBLISH of m for a subscriber.
+func (c *conn) setPublish(p *packet.Publish, m *mapping.Message, qos byte, retain bool, subID int) {
+	*p = packet.Publish{Topic: m.Topic, QoS: qos, Retain: retain, Payload: m.Payload}
 	if c.version != packet.Version5 {
-		return p
+		return
 	}
 	pr := &p.Properties
 	if m.HasPayloadFormat {
@@ -175,7 +183,6 @@ func (c *conn) outPublish(m *mapping.Message, qos byte, retain bool, subID int) 
 	if subID > 0 {
 		pr.SubscriptionIdentifiers = []int{subID}
 	}
-	return p
 }
 
 // tooLarge reports whether p exceeds the client's Maximum Packet Size:
@@ -225,11 +232,11 @@ func (c *conn) commitPump(b *pumpBatch) error {
 	return nil
 }
 
-// deliver sends the message at queue offset off of sub, or holds it in
-// batch (a stored QoS 2 one; the pump commits the batch before it
-// flushes). It returns an error only when ctx ended before it could be
-// sent.
-func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message, batch *pumpBatch) error {
+// deliver sends the message at queue offset off of sub, built in p, or
+// holds it in batch (a stored QoS 2 one; the pump commits the batch
+// before it flushes). It returns an error only when ctx ended before it
+// could be sent.
+func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *mapping.Message, p *packet.Publish, batch *pumpBatch) error {
 	ss := c.ss
 	o := sub.o()
 	if o.noLocal && m.Publisher == ss.id {
@@ -239,7 +246,7 @@ func (c *conn) deliver(ctx context.Context, sub *subscription, off int64, m *map
 		return nil
 	}
 	qos := min(m.QoS, o.qos)
-	p := c.outPublish(m, qos, o.rap && m.Retain, o.subID)
+	c.setPublish(p, m, qos, o.rap && m.Retain, o.subID)
 	if c.tooLarge(p) {
 		return nil
 	}
@@ -399,12 +406,12 @@ func (c *conn) resend(f *outFlight) bool {
 			res.Release()
 			return false
 		}
-		rm, _, err := message.DecodeStored(res.Records[0])
+		rm, off, err := mapping.FromStored(res.Records[0])
 		res.Release()
-		if err != nil || rm.QueueOffset != f.offset {
+		if err != nil || off != f.offset {
 			return false
 		}
-		m = mapping.FromRocketMQ(rm)
+		m = rm
 	}
 	p := c.outPublish(m, f.qos, f.msg != nil, f.subID) // a retained message keeps its flag
 	p.PacketID, p.Dup = f.pid, true
@@ -496,14 +503,32 @@ func (ss *session) received(c *conn, pid uint16, code packet.ReasonCode) {
 	c.answer(pubrel(pid))
 }
 
-// decodeRecords decodes the stored records of a pull, skipping any that
-// do not decode (the engine counts those as corrupt).
-func decodeRecords(recs [][]byte) []*message.Message {
-	msgs := make([]*message.Message, 0, len(recs))
+// storedMsg is a message of a pull, its queue offset, and room for its
+// PUBLISH to a subscriber.
+type storedMsg struct {
+	m   mapping.Message
+	off int64
+	pub packet.Publish
+}
+
+// decodeRecords decodes the stored records of a pull with d, skipping any
+// that do not decode (the engine counts those as corrupt). The messages
+// and their PUBLISH packets share one array, and their payloads one
+// copy: two allocations for the pull, beside the names d makes anew.
+func decodeRecords(d *mapping.Decoder, recs [][]byte) []storedMsg {
+	n := 0
 	for _, r := range recs {
-		if m, _, err := message.DecodeStored(r); err == nil {
-			msgs = append(msgs, m)
+		n += len(r) // bounds the payloads
+	}
+	buf := make([]byte, 0, n)
+	msgs := make([]storedMsg, len(recs))
+	i := 0
+	for _, r := range recs {
+		off, b, err := d.Decode(&msgs[i].m, r, buf)
+		if err == nil {
+			msgs[i].off, buf = off, b
+			i++
 		}
 	}
-	return msgs
+	return msgs[:i]
 }

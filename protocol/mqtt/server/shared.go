@@ -193,6 +193,7 @@ func (g *sharedGroup) pickLocked(qos byte) *member {
 func (g *sharedGroup) run(ctx context.Context) {
 	s := g.s
 	touched := map[*conn]struct{}{}
+	var dec mapping.Decoder
 	flush := func() {
 		for c := range touched {
 			c.flush()
@@ -239,20 +240,19 @@ func (g *sharedGroup) run(ctx context.Context) {
 			}
 			continue
 		}
-		msgs := decodeRecords(res.Records)
+		msgs := decodeRecords(&dec, res.Records)
 		next := res.NextOffset
 		res.Release()
-		if redo && len(msgs) > 0 && msgs[0].QueueOffset != off {
+		if redo && len(msgs) > 0 && msgs[0].off != off {
 			msgs = nil // the message to redo is gone
 		}
 		done := true
 		for i := 0; i < len(msgs) && ctx.Err() == nil; {
-			rm := msgs[i]
-			qo := rm.QueueOffset
+			m := &msgs[i].m
+			qo := msgs[i].off
 			if redo {
 				qo = off
 			}
-			m := mapping.FromRocketMQ(rm)
 			if !m.ExpireAt.IsZero() && !time.Now().Before(m.ExpireAt) {
 				g.advance(qo, redo, false)
 				i++
