@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 
 const segSize = 64 << 10
 
-var quiet = slog.New(slog.DiscardHandler)
+var quiet = slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 func openEngine(t *testing.T, o engine.Options) *engine.Engine {
 	t.Helper()
@@ -517,5 +518,92 @@ func TestWaitReplicatedWakesWhatIsHeld(t *testing.T) {
 	m.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("%d waiters left after the cancelled send", left)
+	}
+}
+
+// holdBackLink speaks the replica's side of a session by hand with a
+// master serving log and returns the connection, the hello and start
+// (offset 0) sent.
+func holdBackLink(t *testing.T, m *Master, log *engine.Engine) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", serve(t, m, log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write((&message{typ: typeHello, version: Version, replicaID: "r"}).encode(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if w, _, err := readMessage(c, nil); err != nil || w.typ != typeWelcome {
+		t.Fatalf("welcome: %+v, %v", w, err)
+	}
+	if _, err := c.Write((&message{typ: typeAck, offset: 0}).encode(nil)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// nextFrames returns the next transfer that carries records, skipping
+// metadata and heartbeats.
+func nextFrames(t *testing.T, c net.Conn) *message {
+	t.Helper()
+	for {
+		m, _, err := readMessage(c, nil)
+		if err != nil {
+			t.Fatalf("read a transfer: %v", err)
+		}
+		if m.typ == typeTransfer && len(m.frames) > 0 {
+			return m
+		}
+	}
+}
+
+// While the replica has not acknowledged a transfer, what is appended
+// waits for its acknowledgement and then goes in one transfer; without
+// one, it goes after HoldBack all the same.
+func TestHoldBack(t *testing.T) {
+	master := openEngine(t, engine.Options{})
+	send(t, master, 1, "first")
+	first := logEnd(master)
+	m := NewMaster(MasterOptions{Logger: quiet, HoldBack: time.Hour, Heartbeat: time.Hour})
+	c := holdBackLink(t, m, master)
+	if tr := nextFrames(t, c); tr.offset != 0 || int64(len(tr.frames)) != first {
+		t.Fatalf("first transfer at %d with %d bytes, want 0 and %d", tr.offset, len(tr.frames), first)
+	}
+	send(t, master, 5, "held")
+	end := logEnd(master)
+	// Unacknowledged: nothing more comes (a bounded look).
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	for {
+		tr, _, err := readMessage(c, nil)
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("read: %v, want the deadline", err)
+			}
+			break
+		}
+		if tr.typ == typeTransfer && len(tr.frames) > 0 {
+			t.Fatalf("a transfer of %d bytes at %d before the first was acknowledged", len(tr.frames), tr.offset)
+		}
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write((&message{typ: typeAck, offset: first}).encode(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if tr := nextFrames(t, c); tr.offset != first || tr.offset+int64(len(tr.frames)) != end {
+		t.Fatalf("after the ack: a transfer of [%d, %d), want the five held records [%d, %d) in one", tr.offset, tr.offset+int64(len(tr.frames)), first, end)
+	}
+
+	// A replica that does not acknowledge still gets the records once
+	// HoldBack passed.
+	other := openEngine(t, engine.Options{})
+	send(t, other, 1, "first")
+	c = holdBackLink(t, NewMaster(MasterOptions{Logger: quiet, HoldBack: 20 * time.Millisecond, Heartbeat: time.Hour}), other)
+	nextFrames(t, c)
+	at := logEnd(other)
+	send(t, other, 1, "second")
+	if tr := nextFrames(t, c); tr.offset != at {
+		t.Fatalf("unacknowledged: the next transfer at %d, want %d", tr.offset, at)
 	}
 }

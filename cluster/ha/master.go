@@ -64,6 +64,13 @@ type MasterOptions struct {
 	// MetadataInterval is how often the master sends its topics, groups
 	// and consumer offsets when they changed. Default 1s.
 	MetadataInterval time.Duration
+	// HoldBack bounds how long a transfer of less than BatchBytes waits
+	// while the replica has not acknowledged the previous one: the
+	// appends of that time go together in one transfer, acknowledged
+	// once, instead of one transfer, one acknowledgement and one wake-up
+	// of the replica each. An acknowledgement ends the wait. Default
+	// 1ms; negative: no wait.
+	HoldBack time.Duration
 	// Logger gets connection events. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -86,6 +93,9 @@ func (o *MasterOptions) ensureDefaults() {
 	}
 	if o.MetadataInterval <= 0 {
 		o.MetadataInterval = time.Second
+	}
+	if o.HoldBack == 0 {
+		o.HoldBack = time.Millisecond
 	}
 	if o.BatchBytes <= 0 || o.BatchBytes > MaxFrames {
 		o.BatchBytes = 256 << 10
@@ -146,6 +156,11 @@ type link struct {
 	acked    int64 // under Master.mu
 	lag      int64
 	caughtUp time.Time
+	// ackedEnd mirrors acked for the link's stream, which waits on
+	// ackMoved (a token sent when acked moves) to send what was
+	// appended while a transfer was unacknowledged.
+	ackedEnd atomic.Int64
+	ackMoved chan struct{}
 }
 
 // Serve accepts replicas on ln and streams log to each until ctx ends
@@ -240,14 +255,15 @@ func (m *Master) serveLink(ctx context.Context, c net.Conn, log Log) error {
 	if _, _, err := log.ReadFrames(off, nil, 1); err != nil && !errors.Is(err, engine.ErrClosed) {
 		return refuse(c, "the replica asks from offset %d, not where a record starts in the master's log (%v): its log does not match the master's", off, err)
 	}
-	l := &link{id: hello.replicaID, addr: c.RemoteAddr().String(), since: time.Now(), acked: off}
+	l := &link{id: hello.replicaID, addr: c.RemoteAddr().String(), since: time.Now(), acked: off, ackMoved: make(chan struct{}, 1)}
+	l.ackedEnd.Store(off)
 	m.add(l, end)
 	defer m.remove(l)
 	m.opts.Logger.Info("ha: replica connected", "replica", l.id, "remote", l.addr, "from", off, "master_end", end)
 
 	errc := make(chan error, 1)
 	go func() { errc <- m.readAcks(r, c, l, log) }()
-	err = m.stream(ctx, w, c, log, off, errc)
+	err = m.stream(ctx, w, c, l, log, off, errc)
 	cancel()
 	return err
 }
@@ -281,9 +297,15 @@ func (m *Master) readAcks(r *bufio.Reader, c net.Conn, l *link, log Log) error {
 }
 
 // stream sends the log from off until the link fails.
-func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, log Log, off int64, errc <-chan error) error {
+func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, l *link, log Log, off int64, errc <-chan error) error {
 	var buf, out, lastMeta []byte
 	var metaAt time.Time
+	var hold *time.Timer
+	if m.opts.HoldBack > 0 {
+		hold = time.NewTimer(m.opts.HoldBack)
+		hold.Stop()
+		defer hold.Stop()
+	}
 	for {
 		select {
 		case err := <-errc:
@@ -316,6 +338,14 @@ func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, log Lo
 			}
 			_, end = log.LogRange()
 		}
+		if hold != nil && l.ackedEnd.Load() < off && end-off < int64(m.opts.BatchBytes) {
+			// The replica is still on the last transfer: let more appends
+			// join the next until it acknowledges, for at most HoldBack.
+			if err := m.holdBack(ctx, hold, l, off, errc); err != nil {
+				return err
+			}
+			_, end = log.LogRange()
+		}
 		frames, next, err := log.ReadFrames(off, buf[:0], m.opts.BatchBytes)
 		if err != nil {
 			return fmt.Errorf("ha: read the log at %d: %w", off, err)
@@ -335,6 +365,25 @@ func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, log Lo
 		}
 		off = next
 	}
+}
+
+// holdBack waits until l's replica acknowledged the log below off (all
+// that was sent), or HoldBack passed, or the link failed.
+func (m *Master) holdBack(ctx context.Context, hold *time.Timer, l *link, off int64, errc <-chan error) error {
+	hold.Reset(m.opts.HoldBack)
+	defer hold.Stop()
+	for l.ackedEnd.Load() < off {
+		select {
+		case <-l.ackMoved:
+		case <-hold.C:
+			return nil
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // sendMetadata sends the log's metadata unless it is last, the
@@ -430,6 +479,13 @@ func (m *Master) ack(l *link, off, end int64) bool {
 	defer m.mu.Unlock()
 	moved := off > l.acked
 	l.acked = max(l.acked, off)
+	if moved {
+		l.ackedEnd.Store(l.acked)
+		select {
+		case l.ackMoved <- struct{}{}:
+		default:
+		}
+	}
 	l.lag = end - l.acked
 	if l.acked >= end {
 		l.caughtUp = time.Now()
