@@ -607,3 +607,58 @@ func TestHoldBack(t *testing.T) {
 		t.Fatalf("unacknowledged: the next transfer at %d, want %d", tr.offset, at)
 	}
 }
+
+// Each wait ends AckTimeout after it began, whether others wait too or
+// the master's one timer had stopped; a wait whose context ends
+// leaves the others' deadlines as they were.
+func TestWaitReplicatedDeadlines(t *testing.T) {
+	const timeout = 150 * time.Millisecond
+	m := NewMaster(MasterOptions{Sync: true, AckTimeout: timeout, Logger: quiet})
+	m.add(&link{id: "r", caughtUp: time.Now()}, 0)
+	waiting := func(n int) func() bool {
+		return func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.waiters) == n }
+	}
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	wait := func(ctx context.Context, end int64) <-chan result {
+		ch := make(chan result, 1)
+		start := time.Now()
+		go func() {
+			err := m.WaitReplicated(ctx, end)
+			ch <- result{err, time.Since(start)}
+		}()
+		return ch
+	}
+	recv := func(ch <-chan result) result {
+		t.Helper()
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatal("a wait never ended")
+			return result{}
+		}
+	}
+	for round := range 2 { // the second after the timer stopped
+		a := wait(context.Background(), 100)
+		eventually(t, "a waiting", waiting(1))
+		ctx, cancel := context.WithCancel(context.Background())
+		c := wait(ctx, 50)
+		eventually(t, "c waiting", waiting(2))
+		b := wait(context.Background(), 200)
+		eventually(t, "b waiting", waiting(3))
+		cancel()
+		if r := recv(c); !errors.Is(r.err, engine.ErrReplicaTimeout) || !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("round %d: cancelled wait: %v", round, r.err)
+		}
+		for name, ch := range map[string]<-chan result{"a": a, "b": b} {
+			r := recv(ch)
+			if !errors.Is(r.err, engine.ErrReplicaTimeout) || r.took < timeout {
+				t.Fatalf("round %d: wait %s ended after %s with %v, want ErrReplicaTimeout after %s", round, name, r.took, r.err, timeout)
+			}
+		}
+		eventually(t, "no waiter left", waiting(0))
+	}
+}

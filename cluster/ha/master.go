@@ -123,10 +123,14 @@ type Master struct {
 
 	mu       sync.Mutex
 	replicas map[*link]struct{}
-	// waiters are WaitReplicated's sends, each woken (its channel
-	// closed, and removed) once enough members hold its end: an ack
-	// wakes only the sends it confirms.
+	// waiters are WaitReplicated's sends, oldest first, each woken (its
+	// channel closed, and removed) once enough members hold its end:
+	// an ack wakes only the sends it confirms. One timer (expiry), set
+	// for the oldest waiter's deadline while armed, ends those that
+	// waited AckTimeout, instead of a timer per send.
 	waiters []*waiter
+	expiry  *time.Timer
+	armed   bool
 
 	// leaseEnd, when not zero, is the time (Unix ns) past which writes
 	// are refused: see ExtendLease.
@@ -498,8 +502,44 @@ func (m *Master) ack(l *link, off, end int64) bool {
 
 // waiter is one WaitReplicated call waiting for the log below end.
 type waiter struct {
-	end int64
-	ch  chan struct{}
+	end      int64
+	deadline time.Time
+	ch       chan struct{} // closed when the wait is over
+	err      error         // why, when not held; set before ch closes
+}
+
+// expire ends the waits whose deadline passed with
+// engine.ErrReplicaTimeout and sets the timer for the next one.
+func (m *Master) expire() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	n := 0
+	for _, w := range m.waiters {
+		if w.deadline.After(now) {
+			break
+		}
+		w.err = m.timeoutLocked(w.end, fmt.Errorf("after %s", m.opts.AckTimeout))
+		close(w.ch)
+		n++
+	}
+	m.waiters = slices.Delete(m.waiters, 0, n)
+	m.armed = len(m.waiters) > 0
+	if m.armed {
+		m.expiry.Reset(m.waiters[0].deadline.Sub(now))
+	}
+}
+
+// timeoutLocked returns the error of a wait for end that ended for why.
+// Called with mu held.
+func (m *Master) timeoutLocked(end int64, why error) error {
+	n := 1
+	for l := range m.replicas {
+		if l.acked >= end {
+			n++
+		}
+	}
+	return fmt.Errorf("%w: %d of the %d members required hold it: %w", engine.ErrReplicaTimeout, n, m.opts.MinInSync, why)
 }
 
 // signal wakes the WaitReplicated calls whose end enough members now
@@ -631,33 +671,31 @@ func (m *Master) WaitReplicated(ctx context.Context, end int64) error {
 		m.mu.Unlock()
 		return nil
 	}
-	w := &waiter{end: end, ch: make(chan struct{})}
+	w := &waiter{end: end, deadline: time.Now().Add(m.opts.AckTimeout), ch: make(chan struct{})}
 	m.waiters = append(m.waiters, w)
+	if !m.armed {
+		// Deadlines grow with the list: a timer armed for an older
+		// waiter fires first, and expire sets it for the next.
+		m.armed = true
+		if m.expiry == nil {
+			m.expiry = time.AfterFunc(m.opts.AckTimeout, m.expire)
+		} else {
+			m.expiry.Reset(m.opts.AckTimeout)
+		}
+	}
 	m.mu.Unlock()
-	t := time.NewTimer(m.opts.AckTimeout)
-	defer t.Stop()
-	var why error
 	select {
 	case <-w.ch:
-		return nil
-	case <-t.C:
-		why = fmt.Errorf("after %s", m.opts.AckTimeout)
+		return w.err
 	case <-ctx.Done():
-		why = ctx.Err()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	select {
-	case <-w.ch: // woken as it gave up: the members hold it
-		return nil
+	case <-w.ch: // over as it gave up
+		return w.err
 	default:
 	}
 	m.dropWaiter(w)
-	n := 1
-	for l := range m.replicas {
-		if l.acked >= end {
-			n++
-		}
-	}
-	return fmt.Errorf("%w: %d of the %d members required hold it: %w", engine.ErrReplicaTimeout, n, m.opts.MinInSync, why)
+	return m.timeoutLocked(end, ctx.Err())
 }
