@@ -662,3 +662,29 @@ func TestWaitReplicatedDeadlines(t *testing.T) {
 		eventually(t, "no waiter left", waiting(0))
 	}
 }
+
+// A replica that acknowledged everything sent is not held back when the
+// stream moves on to the next segment (the segment's unused end is
+// never sent, nor acknowledged).
+func TestHoldBackAcrossSegments(t *testing.T) {
+	master := openEngine(t, engine.Options{})
+	send(t, master, 1, "first")
+	c := holdBackLink(t, NewMaster(MasterOptions{Logger: quiet, HoldBack: time.Hour, Heartbeat: time.Hour}), master)
+	send(t, master, 200, "more") // a few segments
+	end := logEnd(master)
+	segments := 0
+	for at := int64(0); at < end; {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		tr := nextFrames(t, c) // fails after the deadline: held back
+		if tr.offset != at && tr.offset%segSize == 0 {
+			segments++
+		}
+		at = tr.offset + int64(len(tr.frames))
+		if _, err := c.Write((&message{typ: typeAck, offset: at}).encode(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segments < 2 {
+		t.Fatalf("the stream crossed %d segment boundaries, want at least 2", segments)
+	}
+}

@@ -305,6 +305,7 @@ func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, l *lin
 	var buf, out, lastMeta []byte
 	var metaAt time.Time
 	var hold *time.Timer
+	sent := off // the end of the records sent
 	if m.opts.HoldBack > 0 {
 		hold = time.NewTimer(m.opts.HoldBack)
 		hold.Stop()
@@ -342,10 +343,10 @@ func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, l *lin
 			}
 			_, end = log.LogRange()
 		}
-		if hold != nil && l.ackedEnd.Load() < off && end-off < int64(m.opts.BatchBytes) {
+		if hold != nil && l.ackedEnd.Load() < sent && end-off < int64(m.opts.BatchBytes) {
 			// The replica is still on the last transfer: let more appends
 			// join the next until it acknowledges, for at most HoldBack.
-			if err := m.holdBack(ctx, hold, l, off, errc); err != nil {
+			if err := m.holdBack(ctx, hold, l, sent, errc); err != nil {
 				return err
 			}
 			_, end = log.LogRange()
@@ -367,16 +368,16 @@ func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, l *lin
 		if err := m.send(w, c, &out, ep, off, max(end, next), frames); err != nil {
 			return err
 		}
-		off = next
+		off, sent = next, next
 	}
 }
 
-// holdBack waits until l's replica acknowledged the log below off (all
+// holdBack waits until l's replica acknowledged the log below sent (all
 // that was sent), or HoldBack passed, or the link failed.
-func (m *Master) holdBack(ctx context.Context, hold *time.Timer, l *link, off int64, errc <-chan error) error {
+func (m *Master) holdBack(ctx context.Context, hold *time.Timer, l *link, sent int64, errc <-chan error) error {
 	hold.Reset(m.opts.HoldBack)
 	defer hold.Stop()
-	for l.ackedEnd.Load() < off {
+	for l.ackedEnd.Load() < sent {
 		select {
 		case <-l.ackMoved:
 		case <-hold.C:
