@@ -216,6 +216,13 @@ func (d *dispatcher) wipe() error {
 // for, and consumers would only see the message later.
 const quietGap = time.Millisecond
 
+// replicaDispatchDelay is the least a replica's dispatcher waits for
+// more records (see Options.DispatchDelay): a replica's records come
+// in transfers, not appends, and its index is read by few (pulls from
+// the replica, a promotion, which waits for it), so it gathers several
+// transfers in one index batch, each a wake-up and a commit fewer.
+var replicaDispatchDelay = 2 * time.Millisecond
+
 func (d *dispatcher) run() {
 	defer d.e.wg.Done()
 	var gather *time.Timer
@@ -234,11 +241,16 @@ func (d *dispatcher) run() {
 			return
 		case <-d.wake:
 		}
+		delay, quiet := d.e.opts.DispatchDelay, quiet
+		if gather != nil && !d.e.repl.master.Load() {
+			delay = max(delay, replicaDispatchDelay)
+			quiet = max(quiet, delay)
+		}
 		if gather != nil && time.Since(lastDone) < quiet {
 			// Let the appends of the next moments join this batch: the
 			// index then sets their entries together, at a fraction of
 			// the cost of one batch per record.
-			gather.Reset(d.e.opts.DispatchDelay)
+			gather.Reset(delay)
 			select {
 			case <-gather.C:
 			case <-d.e.closing:

@@ -54,3 +54,43 @@ func TestDispatchDelay(t *testing.T) {
 		t.Fatalf("without a delay: %d messages", len(got))
 	}
 }
+
+// A replica gathers replicated records for replicaDispatchDelay even
+// when its DispatchDelay is shorter (the default): the first transfer
+// after a quiet spell is indexed at once, the next waits; a close cuts
+// the wait short.
+func TestReplicaDispatchDelay(t *testing.T) {
+	defer func(d time.Duration) { replicaDispatchDelay = d }(replicaDispatchDelay)
+	replicaDispatchDelay = time.Hour
+	ctx := context.Background()
+	master := openTest(t, t.TempDir(), &Options{})
+	if err := master.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	mustTopic(t, master, "T", 1)
+	replica := openTest(t, t.TempDir(), &Options{Replica: true})
+	if _, err := master.Send(ctx, newMsg("T", "a")); err != nil {
+		t.Fatal(err)
+	}
+	copyLog(t, master, replica) // waits until indexed
+	replica.disp.runMu.Lock()   // let that dispatch end
+	replica.disp.runMu.Unlock()
+	if _, err := master.Send(ctx, newMsg("T", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFrames(master, replica, nil); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := replica.WaitDispatched(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitDispatched on the replica during the delay: %v, want a timeout", err)
+	}
+	start := time.Now()
+	if err := replica.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+}

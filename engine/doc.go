@@ -13,7 +13,9 @@
 // commit-log offset under one lock. A dispatcher goroutine follows the log
 // and indexes each record into its queue (and any light queues it names)
 // and into the key index, taking the appends of Options.DispatchDelay
-// together in one index batch; a pull reads the queue index and then the records
+// together in one index batch (a replica's of at least 2ms; a master
+// that waits for replicas indexes what they confirmed, woken by
+// ReplicasAcked); a pull reads the queue index and then the records
 // from the log, verifying each record's checksum. After a crash, Open
 // truncates a torn tail of the log and replays the log past the index's
 // checkpoint, so every acknowledged message becomes pullable again.

@@ -103,7 +103,8 @@ type Options struct {
 	// message up to this much later, and the index takes the records of
 	// that time in one batch instead of one at a time. An append after a
 	// quiet spell (no dispatch for a millisecond, or for DispatchDelay if
-	// longer) is indexed at once. Default
+	// longer) is indexed at once. A replica waits at least 2ms, and
+	// after 2ms of quiet indexes at once. Default
 	// DefaultDispatchDelay; negative means no wait.
 	DispatchDelay time.Duration
 

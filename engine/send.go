@@ -412,7 +412,11 @@ func (e *Engine) appendLog(s *sendState) error {
 	if e.opts.AppendLatency != nil {
 		e.opts.AppendLatency(time.Since(start))
 	}
-	e.disp.notify()
+	if !e.WaitsForReplicas() {
+		// A master that waits for replicas indexes only what they
+		// confirmed: ReplicasAcked, not the append, moves that.
+		e.disp.notify()
+	}
 	return nil
 }
 

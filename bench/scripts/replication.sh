@@ -8,8 +8,11 @@
 #
 # Each run prints msgs/s, p50/p99 and the brokers' CPU per message from
 # /proc/PID/stat (utime + stime; "cpu_us" the master's, "group_cpu_us"
-# master and replica together). At the end: the median of each system
-# over the rounds and the ratios sync/single and async/single.
+# master and replica together) and the load generator's ("gen_cpu_us",
+# from the shell's times). At the end: the median of each system over
+# the rounds, the ratios sync/single and async/single, and the ratios
+# the CPU alone allows when every process shares the same cores and
+# they are the bound: (gen + single) / (gen + group), medians.
 #
 # Binaries in $BIN (default ./bin: karman and karman-bench). Knobs, with
 # their defaults: ROUNDS=3 COUNT=60000 PRODUCERS=16 SIZE=1024
@@ -79,6 +82,13 @@ pair sync
 pair async
 
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; } # 1/100 s
+# childcpu VAR: sets VAR to the seconds of CPU (user + system) this
+# shell's finished children used, from the second line of "times"
+# ("0m1.250s 0m0.310s"), which runs in this shell, not a subshell.
+childcpu() {
+  times >"$DIR/times"
+  printf -v "$1" '%s' "$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] }; print t }' "$DIR/times")"
+}
 HZ=$(getconf CLK_TCK)
 
 # measure SYSTEM: one produce run against it; prints a result line.
@@ -92,24 +102,26 @@ measure() {
     master=$(cat "$DIR/$sys-master.pid")
     replica=$(cat "$DIR/$sys-replica.pid")
   fi
-  local m0 r0=0 m1 r1=0 out
+  local m0 r0=0 m1 r1=0 g0 g1
   m0=$(ticks "$master")
   [ -n "$replica" ] && r0=$(ticks "$replica")
-  out=$("$BIN/karman-bench" produce --addr "$ns" --count "$COUNT" --producers "$PRODUCERS" \
-    --size "$SIZE" --inflight "$INFLIGHT" --json 2>"$DIR/bench.err") || {
+  childcpu g0
+  "$BIN/karman-bench" produce --addr "$ns" --count "$COUNT" --producers "$PRODUCERS" \
+    --size "$SIZE" --inflight "$INFLIGHT" --json >"$DIR/bench.out" 2>"$DIR/bench.err" || {
     cat "$DIR/bench.err" >&2
     exit 1
   }
+  childcpu g1
   m1=$(ticks "$master")
   [ -n "$replica" ] && r1=$(ticks "$replica")
-  echo "$out" | awk -v sys="$sys" -v n="$COUNT" -v hz="$HZ" -v m=$((m1 - m0)) -v r=$((r1 - r0)) '
+  awk -v sys="$sys" -v n="$COUNT" -v hz="$HZ" -v m=$((m1 - m0)) -v r=$((r1 - r0)) -v g="$(awk -v a="$g0" -v b="$g1" 'BEGIN { print b - a }')" '
     /"msgs_per_sec"/ {
       match($0, /"msgs_per_sec":[0-9.]+/); rate = substr($0, RSTART + 15, RLENGTH - 15)
       match($0, /"p50_us":[0-9.]+/); p50 = substr($0, RSTART + 9, RLENGTH - 9)
       match($0, /"p99_us":[0-9.]+/); p99 = substr($0, RSTART + 9, RLENGTH - 9)
-      printf "%-7s msgs_per_sec %9.0f p50_us %7.0f p99_us %7.0f cpu_us %6.1f group_cpu_us %6.1f\n",
-        sys, rate, p50, p99, m * 1e6 / hz / n, (m + r) * 1e6 / hz / n
-    }'
+      printf "%-7s msgs_per_sec %9.0f p50_us %7.0f p99_us %7.0f cpu_us %6.1f group_cpu_us %6.1f gen_cpu_us %6.1f\n",
+        sys, rate, p50, p99, m * 1e6 / hz / n, (m + r) * 1e6 / hz / n, g * 1e6 / n
+    }' "$DIR/bench.out"
 }
 
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $ROUNDS rounds of $COUNT messages of $SIZE bytes, $PRODUCERS producers, inflight $INFLIGHT, flush $FLUSH"
@@ -128,9 +140,11 @@ median() {
 }
 echo "medians:"
 for s in "${SYSTEMS[@]}"; do
-  printf "%-7s msgs_per_sec %9.0f p50_us %7.0f p99_us %7.0f cpu_us %6.1f group_cpu_us %6.1f\n" "$s" \
-    "$(median "$s" msgs_per_sec)" "$(median "$s" p50_us)" "$(median "$s" p99_us)" "$(median "$s" cpu_us)" "$(median "$s" group_cpu_us)"
+  printf "%-7s msgs_per_sec %9.0f p50_us %7.0f p99_us %7.0f cpu_us %6.1f group_cpu_us %6.1f gen_cpu_us %6.1f\n" "$s" \
+    "$(median "$s" msgs_per_sec)" "$(median "$s" p50_us)" "$(median "$s" p99_us)" "$(median "$s" cpu_us)" "$(median "$s" group_cpu_us)" "$(median "$s" gen_cpu_us)"
 done
 single=$(median single msgs_per_sec)
 awk -v a="$(median sync msgs_per_sec)" -v b="$(median async msgs_per_sec)" -v s="$single" \
   'BEGIN { printf "ratios: sync/single %.2f (goal 0.70), async/single %.2f (goal 0.90)\n", a / s, b / s }'
+awk -v g="$(median single gen_cpu_us)" -v s="$(median single group_cpu_us)" -v a="$(median sync group_cpu_us)" -v b="$(median async group_cpu_us)" \
+  'BEGIN { printf "CPU-bound ceilings (gen + single) / (gen + group): sync %.2f, async %.2f\n", (g + s) / (g + a), (g + s) / (g + b) }'

@@ -78,6 +78,11 @@
 // replica process's crash), not that it synced them to disk. A replica
 // acknowledges once for the transfers it already holds whole in its
 // read buffer, and an acknowledgement wakes only the sends it confirms.
+// While a replica has not acknowledged its last transfer, the master
+// holds back the next one (unless it fills BatchBytes) until the
+// acknowledgement comes or MasterOptions.HoldBack passes, so the appends
+// of that time go in one transfer: under load a replica stores,
+// acknowledges and wakes once per round trip, not once per append.
 // A master without sync replication is an engine.Waiter that never
 // waits, so front-ends answer its sends as a single broker's.
 //

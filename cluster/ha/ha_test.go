@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 
 const segSize = 64 << 10
 
-var quiet = slog.New(slog.DiscardHandler)
+var quiet = slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 func openEngine(t *testing.T, o engine.Options) *engine.Engine {
 	t.Helper()
@@ -517,5 +518,173 @@ func TestWaitReplicatedWakesWhatIsHeld(t *testing.T) {
 	m.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("%d waiters left after the cancelled send", left)
+	}
+}
+
+// holdBackLink speaks the replica's side of a session by hand with a
+// master serving log and returns the connection, the hello and start
+// (offset 0) sent.
+func holdBackLink(t *testing.T, m *Master, log *engine.Engine) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", serve(t, m, log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write((&message{typ: typeHello, version: Version, replicaID: "r"}).encode(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if w, _, err := readMessage(c, nil); err != nil || w.typ != typeWelcome {
+		t.Fatalf("welcome: %+v, %v", w, err)
+	}
+	if _, err := c.Write((&message{typ: typeAck, offset: 0}).encode(nil)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// nextFrames returns the next transfer that carries records, skipping
+// metadata and heartbeats.
+func nextFrames(t *testing.T, c net.Conn) *message {
+	t.Helper()
+	for {
+		m, _, err := readMessage(c, nil)
+		if err != nil {
+			t.Fatalf("read a transfer: %v", err)
+		}
+		if m.typ == typeTransfer && len(m.frames) > 0 {
+			return m
+		}
+	}
+}
+
+// While the replica has not acknowledged a transfer, what is appended
+// waits for its acknowledgement and then goes in one transfer; without
+// one, it goes after HoldBack all the same.
+func TestHoldBack(t *testing.T) {
+	master := openEngine(t, engine.Options{})
+	send(t, master, 1, "first")
+	first := logEnd(master)
+	m := NewMaster(MasterOptions{Logger: quiet, HoldBack: time.Hour, Heartbeat: time.Hour})
+	c := holdBackLink(t, m, master)
+	if tr := nextFrames(t, c); tr.offset != 0 || int64(len(tr.frames)) != first {
+		t.Fatalf("first transfer at %d with %d bytes, want 0 and %d", tr.offset, len(tr.frames), first)
+	}
+	send(t, master, 5, "held")
+	end := logEnd(master)
+	// Unacknowledged: nothing more comes (a bounded look).
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	for {
+		tr, _, err := readMessage(c, nil)
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("read: %v, want the deadline", err)
+			}
+			break
+		}
+		if tr.typ == typeTransfer && len(tr.frames) > 0 {
+			t.Fatalf("a transfer of %d bytes at %d before the first was acknowledged", len(tr.frames), tr.offset)
+		}
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write((&message{typ: typeAck, offset: first}).encode(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if tr := nextFrames(t, c); tr.offset != first || tr.offset+int64(len(tr.frames)) != end {
+		t.Fatalf("after the ack: a transfer of [%d, %d), want the five held records [%d, %d) in one", tr.offset, tr.offset+int64(len(tr.frames)), first, end)
+	}
+
+	// A replica that does not acknowledge still gets the records once
+	// HoldBack passed.
+	other := openEngine(t, engine.Options{})
+	send(t, other, 1, "first")
+	c = holdBackLink(t, NewMaster(MasterOptions{Logger: quiet, HoldBack: 20 * time.Millisecond, Heartbeat: time.Hour}), other)
+	nextFrames(t, c)
+	at := logEnd(other)
+	send(t, other, 1, "second")
+	if tr := nextFrames(t, c); tr.offset != at {
+		t.Fatalf("unacknowledged: the next transfer at %d, want %d", tr.offset, at)
+	}
+}
+
+// Each wait ends AckTimeout after it began, whether others wait too or
+// the master's one timer had stopped; a wait whose context ends
+// leaves the others' deadlines as they were.
+func TestWaitReplicatedDeadlines(t *testing.T) {
+	const timeout = 150 * time.Millisecond
+	m := NewMaster(MasterOptions{Sync: true, AckTimeout: timeout, Logger: quiet})
+	m.add(&link{id: "r", caughtUp: time.Now()}, 0)
+	waiting := func(n int) func() bool {
+		return func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.waiters) == n }
+	}
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	wait := func(ctx context.Context, end int64) <-chan result {
+		ch := make(chan result, 1)
+		start := time.Now()
+		go func() {
+			err := m.WaitReplicated(ctx, end)
+			ch <- result{err, time.Since(start)}
+		}()
+		return ch
+	}
+	recv := func(ch <-chan result) result {
+		t.Helper()
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatal("a wait never ended")
+			return result{}
+		}
+	}
+	for round := range 2 { // the second after the timer stopped
+		a := wait(context.Background(), 100)
+		eventually(t, "a waiting", waiting(1))
+		ctx, cancel := context.WithCancel(context.Background())
+		c := wait(ctx, 50)
+		eventually(t, "c waiting", waiting(2))
+		b := wait(context.Background(), 200)
+		eventually(t, "b waiting", waiting(3))
+		cancel()
+		if r := recv(c); !errors.Is(r.err, engine.ErrReplicaTimeout) || !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("round %d: cancelled wait: %v", round, r.err)
+		}
+		for name, ch := range map[string]<-chan result{"a": a, "b": b} {
+			r := recv(ch)
+			if !errors.Is(r.err, engine.ErrReplicaTimeout) || r.took < timeout {
+				t.Fatalf("round %d: wait %s ended after %s with %v, want ErrReplicaTimeout after %s", round, name, r.took, r.err, timeout)
+			}
+		}
+		eventually(t, "no waiter left", waiting(0))
+	}
+}
+
+// A replica that acknowledged everything sent is not held back when the
+// stream moves on to the next segment (the segment's unused end is
+// never sent, nor acknowledged).
+func TestHoldBackAcrossSegments(t *testing.T) {
+	master := openEngine(t, engine.Options{})
+	send(t, master, 1, "first")
+	c := holdBackLink(t, NewMaster(MasterOptions{Logger: quiet, HoldBack: time.Hour, Heartbeat: time.Hour}), master)
+	send(t, master, 200, "more") // a few segments
+	end := logEnd(master)
+	segments := 0
+	for at := int64(0); at < end; {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		tr := nextFrames(t, c) // fails after the deadline: held back
+		if tr.offset != at && tr.offset%segSize == 0 {
+			segments++
+		}
+		at = tr.offset + int64(len(tr.frames))
+		if _, err := c.Write((&message{typ: typeAck, offset: at}).encode(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segments < 2 {
+		t.Fatalf("the stream crossed %d segment boundaries, want at least 2", segments)
 	}
 }

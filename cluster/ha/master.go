@@ -64,6 +64,13 @@ type MasterOptions struct {
 	// MetadataInterval is how often the master sends its topics, groups
 	// and consumer offsets when they changed. Default 1s.
 	MetadataInterval time.Duration
+	// HoldBack bounds how long a transfer of less than BatchBytes waits
+	// while the replica has not acknowledged the previous one: the
+	// appends of that time go together in one transfer, acknowledged
+	// once, instead of one transfer, one acknowledgement and one wake-up
+	// of the replica each. An acknowledgement ends the wait. Default
+	// 1ms; negative: no wait.
+	HoldBack time.Duration
 	// Logger gets connection events. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -86,6 +93,9 @@ func (o *MasterOptions) ensureDefaults() {
 	}
 	if o.MetadataInterval <= 0 {
 		o.MetadataInterval = time.Second
+	}
+	if o.HoldBack == 0 {
+		o.HoldBack = time.Millisecond
 	}
 	if o.BatchBytes <= 0 || o.BatchBytes > MaxFrames {
 		o.BatchBytes = 256 << 10
@@ -113,10 +123,14 @@ type Master struct {
 
 	mu       sync.Mutex
 	replicas map[*link]struct{}
-	// waiters are WaitReplicated's sends, each woken (its channel
-	// closed, and removed) once enough members hold its end: an ack
-	// wakes only the sends it confirms.
+	// waiters are WaitReplicated's sends, oldest first, each woken (its
+	// channel closed, and removed) once enough members hold its end:
+	// an ack wakes only the sends it confirms. One timer (expiry), set
+	// for the oldest waiter's deadline while armed, ends those that
+	// waited AckTimeout, instead of a timer per send.
 	waiters []*waiter
+	expiry  *time.Timer
+	armed   bool
 
 	// leaseEnd, when not zero, is the time (Unix ns) past which writes
 	// are refused: see ExtendLease.
@@ -146,6 +160,11 @@ type link struct {
 	acked    int64 // under Master.mu
 	lag      int64
 	caughtUp time.Time
+	// ackedEnd mirrors acked for the link's stream, which waits on
+	// ackMoved (a token sent when acked moves) to send what was
+	// appended while a transfer was unacknowledged.
+	ackedEnd atomic.Int64
+	ackMoved chan struct{}
 }
 
 // Serve accepts replicas on ln and streams log to each until ctx ends
@@ -240,14 +259,15 @@ func (m *Master) serveLink(ctx context.Context, c net.Conn, log Log) error {
 	if _, _, err := log.ReadFrames(off, nil, 1); err != nil && !errors.Is(err, engine.ErrClosed) {
 		return refuse(c, "the replica asks from offset %d, not where a record starts in the master's log (%v): its log does not match the master's", off, err)
 	}
-	l := &link{id: hello.replicaID, addr: c.RemoteAddr().String(), since: time.Now(), acked: off}
+	l := &link{id: hello.replicaID, addr: c.RemoteAddr().String(), since: time.Now(), acked: off, ackMoved: make(chan struct{}, 1)}
+	l.ackedEnd.Store(off)
 	m.add(l, end)
 	defer m.remove(l)
 	m.opts.Logger.Info("ha: replica connected", "replica", l.id, "remote", l.addr, "from", off, "master_end", end)
 
 	errc := make(chan error, 1)
 	go func() { errc <- m.readAcks(r, c, l, log) }()
-	err = m.stream(ctx, w, c, log, off, errc)
+	err = m.stream(ctx, w, c, l, log, off, errc)
 	cancel()
 	return err
 }
@@ -281,9 +301,16 @@ func (m *Master) readAcks(r *bufio.Reader, c net.Conn, l *link, log Log) error {
 }
 
 // stream sends the log from off until the link fails.
-func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, log Log, off int64, errc <-chan error) error {
+func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, l *link, log Log, off int64, errc <-chan error) error {
 	var buf, out, lastMeta []byte
 	var metaAt time.Time
+	var hold *time.Timer
+	sent := off // the end of the records sent
+	if m.opts.HoldBack > 0 {
+		hold = time.NewTimer(m.opts.HoldBack)
+		hold.Stop()
+		defer hold.Stop()
+	}
 	for {
 		select {
 		case err := <-errc:
@@ -316,6 +343,14 @@ func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, log Lo
 			}
 			_, end = log.LogRange()
 		}
+		if hold != nil && l.ackedEnd.Load() < sent && end-off < int64(m.opts.BatchBytes) {
+			// The replica is still on the last transfer: let more appends
+			// join the next until it acknowledges, for at most HoldBack.
+			if err := m.holdBack(ctx, hold, l, sent, errc); err != nil {
+				return err
+			}
+			_, end = log.LogRange()
+		}
 		frames, next, err := log.ReadFrames(off, buf[:0], m.opts.BatchBytes)
 		if err != nil {
 			return fmt.Errorf("ha: read the log at %d: %w", off, err)
@@ -333,8 +368,27 @@ func (m *Master) stream(ctx context.Context, w *bufio.Writer, c net.Conn, log Lo
 		if err := m.send(w, c, &out, ep, off, max(end, next), frames); err != nil {
 			return err
 		}
-		off = next
+		off, sent = next, next
 	}
+}
+
+// holdBack waits until l's replica acknowledged the log below sent (all
+// that was sent), or HoldBack passed, or the link failed.
+func (m *Master) holdBack(ctx context.Context, hold *time.Timer, l *link, sent int64, errc <-chan error) error {
+	hold.Reset(m.opts.HoldBack)
+	defer hold.Stop()
+	for l.ackedEnd.Load() < sent {
+		select {
+		case <-l.ackMoved:
+		case <-hold.C:
+			return nil
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // sendMetadata sends the log's metadata unless it is last, the
@@ -430,6 +484,13 @@ func (m *Master) ack(l *link, off, end int64) bool {
 	defer m.mu.Unlock()
 	moved := off > l.acked
 	l.acked = max(l.acked, off)
+	if moved {
+		l.ackedEnd.Store(l.acked)
+		select {
+		case l.ackMoved <- struct{}{}:
+		default:
+		}
+	}
 	l.lag = end - l.acked
 	if l.acked >= end {
 		l.caughtUp = time.Now()
@@ -442,8 +503,44 @@ func (m *Master) ack(l *link, off, end int64) bool {
 
 // waiter is one WaitReplicated call waiting for the log below end.
 type waiter struct {
-	end int64
-	ch  chan struct{}
+	end      int64
+	deadline time.Time
+	ch       chan struct{} // closed when the wait is over
+	err      error         // why, when not held; set before ch closes
+}
+
+// expire ends the waits whose deadline passed with
+// engine.ErrReplicaTimeout and sets the timer for the next one.
+func (m *Master) expire() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	n := 0
+	for _, w := range m.waiters {
+		if w.deadline.After(now) {
+			break
+		}
+		w.err = m.timeoutLocked(w.end, fmt.Errorf("after %s", m.opts.AckTimeout))
+		close(w.ch)
+		n++
+	}
+	m.waiters = slices.Delete(m.waiters, 0, n)
+	m.armed = len(m.waiters) > 0
+	if m.armed {
+		m.expiry.Reset(m.waiters[0].deadline.Sub(now))
+	}
+}
+
+// timeoutLocked returns the error of a wait for end that ended for why.
+// Called with mu held.
+func (m *Master) timeoutLocked(end int64, why error) error {
+	n := 1
+	for l := range m.replicas {
+		if l.acked >= end {
+			n++
+		}
+	}
+	return fmt.Errorf("%w: %d of the %d members required hold it: %w", engine.ErrReplicaTimeout, n, m.opts.MinInSync, why)
 }
 
 // signal wakes the WaitReplicated calls whose end enough members now
@@ -575,33 +672,31 @@ func (m *Master) WaitReplicated(ctx context.Context, end int64) error {
 		m.mu.Unlock()
 		return nil
 	}
-	w := &waiter{end: end, ch: make(chan struct{})}
+	w := &waiter{end: end, deadline: time.Now().Add(m.opts.AckTimeout), ch: make(chan struct{})}
 	m.waiters = append(m.waiters, w)
+	if !m.armed {
+		// Deadlines grow with the list: a timer armed for an older
+		// waiter fires first, and expire sets it for the next.
+		m.armed = true
+		if m.expiry == nil {
+			m.expiry = time.AfterFunc(m.opts.AckTimeout, m.expire)
+		} else {
+			m.expiry.Reset(m.opts.AckTimeout)
+		}
+	}
 	m.mu.Unlock()
-	t := time.NewTimer(m.opts.AckTimeout)
-	defer t.Stop()
-	var why error
 	select {
 	case <-w.ch:
-		return nil
-	case <-t.C:
-		why = fmt.Errorf("after %s", m.opts.AckTimeout)
+		return w.err
 	case <-ctx.Done():
-		why = ctx.Err()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	select {
-	case <-w.ch: // woken as it gave up: the members hold it
-		return nil
+	case <-w.ch: // over as it gave up
+		return w.err
 	default:
 	}
 	m.dropWaiter(w)
-	n := 1
-	for l := range m.replicas {
-		if l.acked >= end {
-			n++
-		}
-	}
-	return fmt.Errorf("%w: %d of the %d members required hold it: %w", engine.ErrReplicaTimeout, n, m.opts.MinInSync, why)
+	return m.timeoutLocked(end, ctx.Err())
 }
