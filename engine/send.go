@@ -413,8 +413,11 @@ func (e *Engine) appendLog(s *sendState) error {
 		e.opts.AppendLatency(time.Since(start))
 	}
 	if !e.WaitsForReplicas() {
+		e.disp.notify()
+	} else if end := e.log.EndOffset(); e.opts.Replicator.Confirmed(end) >= end {
 		// A master that waits for replicas indexes only what they
-		// confirmed: ReplicasAcked, not the append, moves that.
+		// confirmed: ReplicasAcked, not the append, moves that, unless
+		// the replicas already hold all of it.
 		e.disp.notify()
 	}
 	return nil
