@@ -148,10 +148,15 @@ func (e *Engine) readEntries(ctx context.Context, q *queueState, res *PullResult
 		if f != nil {
 			want = min(maxPullScan-scanned, 256)
 		}
-		var err error
-		entries, err = e.queues.Entries(q.topic, q.id, res.NextOffset, want, entries[:0])
-		if err != nil {
-			return err
+		var (
+			err    error
+			inTail bool
+		)
+		if entries, inTail = q.tail.read(res.NextOffset, want, entries[:0]); !inTail {
+			entries, err = e.queues.Entries(q.topic, q.id, res.NextOffset, want, entries[:0])
+			if err != nil {
+				return err
+			}
 		}
 		if len(entries) == 0 {
 			break
