@@ -7,9 +7,10 @@ import (
 )
 
 // tailSize is how many of a queue's newest entries its state keeps in
-// memory: a pull of a reader at the tail (a long-polling consumer, an
-// MQTT subscription) takes at most this many at once.
-const tailSize = 32
+// memory: enough for a reader at the tail (a long-polling consumer, an
+// MQTT subscription, which pulls 32 at a time) to be a pull behind. A
+// queue holds them (2.5 KiB) from its first entry since it was loaded.
+const tailSize = 64
 
 // entryTail keeps the newest consume-queue entries of one queue as the
 // dispatcher indexes them, so that a reader at the queue's tail reads
