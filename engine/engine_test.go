@@ -178,6 +178,16 @@ func TestSendBatchIsContiguous(t *testing.T) {
 	if strings.Join(bodies, ",") != "first,a,b,c" {
 		t.Fatalf("pulled %v", bodies)
 	}
+	for i, r := range res {
+		// Generated ids are written into the records: each result names
+		// its own record's id.
+		if m := got[i+1]; m.UniqKey() != r.MsgID || len(r.MsgID) != 32 && i < 2 {
+			t.Errorf("batch message %d: result id %q, stored id %q", i, r.MsgID, m.UniqKey())
+		}
+	}
+	if res[0].MsgID == res[1].MsgID {
+		t.Errorf("two messages with id %q", res[0].MsgID)
+	}
 	mixed := []*message.Message{newMsg("T", "a"), newMsg("U", "b")}
 	if _, err := e.SendBatch(ctx, mixed, 0); !errors.Is(err, ErrBatchMixedTargets) {
 		t.Fatalf("mixed batch: %v, want ErrBatchMixedTargets", err)
