@@ -128,8 +128,29 @@ func (e *Engine) sendLatency(topic string, start time.Time, err *error) {
 // queue (queueID, or one the engine chooses for AnyQueue) as a single
 // append: all of them are stored or none.
 func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID int32) (res []SendResult, err error) {
+	err = e.sendBatch(ctx, msgs, queueID, func(s *sendState) {
+		res = make([]SendResult, len(msgs))
+		for i := range res {
+			res[i] = s.result(i, e.opts.StoreHost)
+		}
+	})
+	return res, err
+}
+
+// StoreBatch is SendBatch for a sender that needs no results (ids,
+// offsets): stored reports whether msgs are in the log, which they can be
+// with an error (one matching ErrReplicaTimeout), as SendBatch's results
+// can.
+func (e *Engine) StoreBatch(ctx context.Context, msgs []*message.Message, queueID int32) (stored bool, err error) {
+	err = e.sendBatch(ctx, msgs, queueID, func(*sendState) { stored = true })
+	return stored, err
+}
+
+// sendBatch is SendBatch; appended is called once msgs are in the log,
+// before the wait for replicas.
+func (e *Engine) sendBatch(ctx context.Context, msgs []*message.Message, queueID int32, appended func(*sendState)) (err error) {
 	if len(msgs) == 0 {
-		return nil, fmt.Errorf("%w: empty batch", ErrInvalidArgument)
+		return fmt.Errorf("%w: empty batch", ErrInvalidArgument)
 	}
 	if e.opts.SendLatency != nil {
 		defer e.sendLatency(msgs[0].Topic, time.Now(), &err)
@@ -137,14 +158,11 @@ func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
 	if err := e.append(ctx, s, msgs, queueID); err != nil {
-		return nil, err
+		return err
 	}
 	e.messageSizes(msgs)
-	out := make([]SendResult, len(msgs))
-	for i := range out {
-		out[i] = s.result(i, e.opts.StoreHost)
-	}
-	return out, e.replicated(ctx, s)
+	appended(s)
+	return e.replicated(ctx, s)
 }
 
 func (e *Engine) put(s *sendState) {
