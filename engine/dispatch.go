@@ -498,6 +498,7 @@ func (d *dispatcher) addEntry(topic []byte, queueID int32, entry queue.Entry) er
 	}
 	if q := d.queueOf(topic, queueID); q != nil {
 		d.touched[q] = entry.Offset + 1
+		q.tail.add(entry)
 	}
 	return nil
 }
@@ -661,6 +662,7 @@ func (d *dispatcher) indexLightQueue(name string, nameBytes []byte, entry queue.
 		return err
 	}
 	d.touched[q] = q.next
+	q.tail.add(entry)
 	return nil
 }
 

@@ -178,6 +178,16 @@ func TestSendBatchIsContiguous(t *testing.T) {
 	if strings.Join(bodies, ",") != "first,a,b,c" {
 		t.Fatalf("pulled %v", bodies)
 	}
+	for i, r := range res {
+		// Generated ids are written into the records: each result names
+		// its own record's id.
+		if m := got[i+1]; m.UniqKey() != r.MsgID || len(r.MsgID) != 32 && i < 2 {
+			t.Errorf("batch message %d: result id %q, stored id %q", i, r.MsgID, m.UniqKey())
+		}
+	}
+	if res[0].MsgID == res[1].MsgID {
+		t.Errorf("two messages with id %q", res[0].MsgID)
+	}
 	mixed := []*message.Message{newMsg("T", "a"), newMsg("U", "b")}
 	if _, err := e.SendBatch(ctx, mixed, 0); !errors.Is(err, ErrBatchMixedTargets) {
 		t.Fatalf("mixed batch: %v, want ErrBatchMixedTargets", err)
@@ -610,4 +620,35 @@ func BenchmarkFilteredPull(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(scanned)/b.Elapsed().Seconds(), "scanned/s")
+}
+
+func TestStoreBatch(t *testing.T) {
+	e := openTest(t, t.TempDir(), nil)
+	defer e.Close()
+	mustTopic(t, e, "T", 1)
+	ctx := context.Background()
+	stored, err := e.StoreBatch(ctx, []*message.Message{newMsg("T", "a"), newMsg("T", "b")}, AnyQueue)
+	if err != nil || !stored {
+		t.Fatalf("StoreBatch: stored %v, %v", stored, err)
+	}
+	got := pullAll(t, e, "T", 0, 0, nil)
+	if len(got) != 2 || string(got[0].Body) != "a" || string(got[1].Body) != "b" || len(got[0].UniqKey()) != 32 {
+		t.Fatalf("pulled %v", got)
+	}
+	if m, err := e.MessageByID(got[1].UniqKey()); err != nil || string(m.Body) != "b" {
+		t.Fatalf("MessageByID of a stored message: %v %v", m, err)
+	}
+	for _, tc := range []struct {
+		name string
+		msgs []*message.Message
+		want error
+	}{
+		{"empty", nil, ErrInvalidArgument},
+		{"mixed topics", []*message.Message{newMsg("T", "a"), newMsg("U", "b")}, ErrBatchMixedTargets},
+		{"unknown topic", []*message.Message{newMsg("nope", "a")}, ErrTopicNotFound},
+	} {
+		if stored, err := e.StoreBatch(ctx, tc.msgs, AnyQueue); stored || !errors.Is(err, tc.want) {
+			t.Errorf("%s: stored %v, %v; want not stored, %v", tc.name, stored, err, tc.want)
+		}
+	}
 }

@@ -133,11 +133,13 @@ func (e *Engine) Pull(ctx context.Context, topic string, queueID int32, offset i
 func (e *Engine) readEntries(ctx context.Context, q *queueState, res *PullResult, max int, f Filter) error {
 	res.buf = pullBuffers.Get().(*[]byte)
 	var (
-		entries []queue.Entry
-		buf     = (*res.buf)[:0]
-		starts  []int
-		scanned int
-		light   = IsLightQueue(q.topic)
+		room      [tailSize]queue.Entry // what a pull at the tail reads, without an allocation
+		entries   = room[:0]
+		buf       = (*res.buf)[:0]
+		startRoom [tailSize]int
+		starts    = startRoom[:0]
+		scanned   int
+		light     = IsLightQueue(q.topic)
 	)
 	defer func() { *res.buf = buf }()
 	for len(starts) < max && scanned < maxPullScan && res.NextOffset < res.MaxOffset {
@@ -148,10 +150,15 @@ func (e *Engine) readEntries(ctx context.Context, q *queueState, res *PullResult
 		if f != nil {
 			want = min(maxPullScan-scanned, 256)
 		}
-		var err error
-		entries, err = e.queues.Entries(q.topic, q.id, res.NextOffset, want, entries[:0])
-		if err != nil {
-			return err
+		var (
+			err    error
+			inTail bool
+		)
+		if entries, inTail = q.tail.read(res.NextOffset, want, entries[:0]); !inTail {
+			entries, err = e.queues.Entries(q.topic, q.id, res.NextOffset, want, entries[:0])
+			if err != nil {
+				return err
+			}
 		}
 		if len(entries) == 0 {
 			break

@@ -40,7 +40,7 @@ type sendState struct {
 	buf   []byte
 	recs  [][]byte
 	offs  []int64
-	ids   []string
+	ids   []sentID
 	q     *queueState // where the records are stored
 	qid   int32       // the queue the sender asked for (differs for scheduled messages)
 	first int64       // queue offset of the first record
@@ -128,8 +128,29 @@ func (e *Engine) sendLatency(topic string, start time.Time, err *error) {
 // queue (queueID, or one the engine chooses for AnyQueue) as a single
 // append: all of them are stored or none.
 func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID int32) (res []SendResult, err error) {
+	err = e.sendBatch(ctx, msgs, queueID, func(s *sendState) {
+		res = make([]SendResult, len(msgs))
+		for i := range res {
+			res[i] = s.result(i, e.opts.StoreHost)
+		}
+	})
+	return res, err
+}
+
+// StoreBatch is SendBatch for a sender that needs no results (ids,
+// offsets): stored reports whether msgs are in the log, which they can be
+// with an error (one matching ErrReplicaTimeout), as SendBatch's results
+// can.
+func (e *Engine) StoreBatch(ctx context.Context, msgs []*message.Message, queueID int32) (stored bool, err error) {
+	err = e.sendBatch(ctx, msgs, queueID, func(*sendState) { stored = true })
+	return stored, err
+}
+
+// sendBatch is SendBatch; appended is called once msgs are in the log,
+// before the wait for replicas.
+func (e *Engine) sendBatch(ctx context.Context, msgs []*message.Message, queueID int32, appended func(*sendState)) (err error) {
 	if len(msgs) == 0 {
-		return nil, fmt.Errorf("%w: empty batch", ErrInvalidArgument)
+		return fmt.Errorf("%w: empty batch", ErrInvalidArgument)
 	}
 	if e.opts.SendLatency != nil {
 		defer e.sendLatency(msgs[0].Topic, time.Now(), &err)
@@ -137,14 +158,11 @@ func (e *Engine) SendBatch(ctx context.Context, msgs []*message.Message, queueID
 	s := e.bufs.Get().(*sendState)
 	defer e.put(s)
 	if err := e.append(ctx, s, msgs, queueID); err != nil {
-		return nil, err
+		return err
 	}
 	e.messageSizes(msgs)
-	out := make([]SendResult, len(msgs))
-	for i := range out {
-		out[i] = s.result(i, e.opts.StoreHost)
-	}
-	return out, e.replicated(ctx, s)
+	appended(s)
+	return e.replicated(ctx, s)
 }
 
 func (e *Engine) put(s *sendState) {
@@ -157,7 +175,7 @@ func (e *Engine) put(s *sendState) {
 
 func (s *sendState) result(i int, host netip.AddrPort) SendResult {
 	return SendResult{
-		MsgID:           s.ids[i],
+		MsgID:           s.id(i),
 		QueueID:         s.qid,
 		QueueOffset:     s.first + int64(i),
 		CommitLogOffset: s.offs[i],
@@ -505,16 +523,19 @@ func (s *sendState) encode(e *Engine, m *message.Message, topic string, extra []
 	if s.buf, err = message.AppendStored(s.buf, &mm); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 	}
-	id := m.UniqKey()
-	var generated []string
-	if id == "" {
-		id = e.ids.Next()
-		generated = []string{message.PropertyUniqKey, id}
+	id := sentID{given: m.UniqKey()}
+	var generated []byte
+	if id.given == "" {
+		// Made into the record: a string of it only for a result asked for.
+		var idBuf [64]byte
+		generated = e.ids.AppendNext(idBuf[:0])
 	}
 	if len(generated) > 0 || len(extra) > 0 {
-		if s.buf, err = appendProperties(s.buf, start, generated, extra); err != nil {
+		var at int
+		if s.buf, at, err = appendProperties(s.buf, start, generated, extra); err != nil {
 			return err
 		}
+		id.at, id.n = int32(at), int32(len(generated))
 	}
 	s.ids = append(s.ids, id)
 	s.offs = append(s.offs, int64(start)) // record start in buf until split
@@ -532,17 +553,41 @@ func (s *sendState) split() {
 	}
 }
 
-// appendProperties adds the name, value pairs of each of pairs to the
-// properties of the record that starts at buf[start:] and is the last one
-// in buf. Properties are the last field of a stored record, so the pairs
-// are appended and the two lengths fixed.
-func appendProperties(buf []byte, start int, pairs ...[]string) ([]byte, error) {
+// sentID is the message id of a record of a send: the one the message
+// carried, or else the generated one at s.buf[at:at+n].
+type sentID struct {
+	given string
+	at, n int32
+}
+
+// id returns the message id of the send's record i.
+func (s *sendState) id(i int) string {
+	if id := s.ids[i]; id.given != "" || id.n == 0 {
+		return id.given
+	}
+	id := s.ids[i]
+	return string(s.buf[id.at : id.at+id.n])
+}
+
+// appendProperties adds to the properties of the record that starts at
+// buf[start:] and is the last one in buf a generated message id (when
+// uniq is not empty; at is where its value lies in buf) and the name,
+// value pairs of each of pairs. Properties are the last field of a stored
+// record, so they are appended and the two lengths fixed.
+func appendProperties(buf []byte, start int, uniq []byte, pairs ...[]string) (_ []byte, at int, _ error) {
 	rec := buf[start:]
 	h, err := message.PeekStored(rec)
 	if err != nil {
-		return buf, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+		return buf, 0, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 	}
 	lenAt := start + len(rec) - len(h.Properties) - 2
+	if len(uniq) > 0 {
+		buf = append(buf, message.PropertyUniqKey...)
+		buf = append(buf, 1)
+		at = len(buf)
+		buf = append(buf, uniq...)
+		buf = append(buf, 2)
+	}
 	for _, kv := range pairs {
 		for i := 0; i+1 < len(kv); i += 2 {
 			buf = append(buf, kv[i]...)
@@ -553,9 +598,9 @@ func appendProperties(buf []byte, start int, pairs ...[]string) ([]byte, error) 
 	}
 	propsLen := len(buf) - lenAt - 2
 	if propsLen > math.MaxInt16 {
-		return buf[:start+len(rec)], fmt.Errorf("%w: properties longer than %d bytes", ErrInvalidMessage, math.MaxInt16)
+		return buf[:start+len(rec)], 0, fmt.Errorf("%w: properties longer than %d bytes", ErrInvalidMessage, math.MaxInt16)
 	}
 	binary.BigEndian.PutUint16(buf[lenAt:], uint16(propsLen))
 	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start))
-	return buf, nil
+	return buf, at, nil
 }

@@ -69,6 +69,9 @@ type queueState struct {
 	min    atomic.Int64
 	minGen atomic.Int64
 
+	// tail keeps the newest entries, for pulls at the tail.
+	tail entryTail
+
 	arrivals  notifier    // broadcast when end advances
 	topicPops *popWaiters // woken too (nil for light queues)
 }

@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/karmanmq/karman/engine"
 	"github.com/karmanmq/karman/engine/message"
@@ -35,6 +37,14 @@ type Router struct {
 	filters map[string]*filterEntry
 	tree    topic.Tree[struct{}, string]  // filter → its queue
 	matches []topic.Sub[struct{}, string] // Route's buffer (one dispatcher)
+
+	// gen counts the filters' comings and goings: Route's cache holds
+	// while it stays.
+	gen atomic.Uint64
+	// cache holds, for Route alone, the queues of the MQTT names routed
+	// since gen was cacheGen.
+	cache    map[string][]string
+	cacheGen uint64
 
 	st *engine.State
 }
@@ -67,12 +77,14 @@ func (r *Router) insert(filter string) *filterEntry {
 	f := &filterEntry{queue: QueueName(filter)}
 	r.filters[filter] = f
 	r.tree.Add(filter, struct{}{}, f.queue)
+	r.gen.Add(1) // after the tree has it: a Route that sees gen sees it
 	return f
 }
 
 func (r *Router) remove(filter string) {
 	delete(r.filters, filter)
 	r.tree.Remove(filter, struct{}{})
+	r.gen.Add(1)
 }
 
 // Add counts one more holder of filter and returns its queue. A filter
@@ -132,6 +144,9 @@ func (r *Router) Sweep() error {
 	return r.st.Apply(ops...)
 }
 
+// maxRouteCache bounds how many MQTT topics Route remembers the queues of.
+const maxRouteCache = 4096
+
 // Filters returns the number of filters routed to.
 func (r *Router) Filters() int {
 	return r.tree.Len()
@@ -147,11 +162,31 @@ func (r *Router) Route(rec *engine.RouteRecord, dst []string) []string {
 		return dst
 	}
 	origin, _ := rec.Property(mapping.PropOriginTopic)
+	// A record from MQTT is routed by its MQTT topic alone: its queues
+	// are those of the last record of the topic while no filter came or
+	// went, read before the tree is.
+	gen := r.gen.Load()
+	if gen != r.cacheGen || len(r.cache) >= maxRouteCache {
+		clear(r.cache)
+		r.cacheGen = gen
+	}
+	if len(origin) > 0 {
+		if queues, ok := r.cache[string(origin)]; ok {
+			return append(dst, queues...)
+		}
+	}
 	name := mapping.Name(string(rec.Topic), string(rec.Tags), string(origin))
 	r.matches = r.tree.Match(name, r.matches[:0])
+	start := len(dst)
 	for _, m := range r.matches {
 		dst = append(dst, m.Value)
 	}
 	clear(r.matches)
+	if len(origin) > 0 {
+		if r.cache == nil {
+			r.cache = map[string][]string{}
+		}
+		r.cache[name] = slices.Clone(dst[start:len(dst):len(dst)])
+	}
 	return dst
 }

@@ -113,3 +113,65 @@ func TestRouter(t *testing.T) {
 	want = map[string]string{"#": "1,2,3,4,5,6,7", "dev/+/temp": "1,2"}
 	check()
 }
+
+// TestRouteCache routes MQTT records of the same topics again and again
+// while filters come and go: each record reaches the filters subscribed
+// when it is indexed, whatever the records of its topic before it did.
+func TestRouteCache(t *testing.T) {
+	r := New()
+	e, err := engine.Open(t.TempDir(), &engine.Options{Router: r, SegmentSize: 1 << 20, AutoCreateTopics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	publish := func(origin string, bodies ...string) {
+		t.Helper()
+		for _, b := range bodies {
+			m := &message.Message{Topic: "a", Body: []byte(b)}
+			m.SetProperty(mapping.PropOriginTopic, origin)
+			if _, err := e.Send(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.WaitDispatched(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(stage string, want map[string]string) {
+		t.Helper()
+		for f, w := range want {
+			got := ""
+			for i, b := range queueBodies(t, e, f) {
+				if i > 0 {
+					got += ","
+				}
+				got += b
+			}
+			if got != w {
+				t.Errorf("%s: %s holds %q, want %q", stage, f, got, w)
+			}
+		}
+	}
+	if _, err := r.Add("a/#"); err != nil {
+		t.Fatal(err)
+	}
+	publish("a/b", "1", "2")
+	publish("a/c", "3")
+	if _, err := r.Add("a/b"); err != nil {
+		t.Fatal(err)
+	}
+	publish("a/b", "4", "5")
+	check("added", map[string]string{"a/#": "1,2,3,4,5", "a/b": "4,5"})
+	if err := r.Release("a/#"); err != nil {
+		t.Fatal(err)
+	}
+	publish("a/b", "6")
+	publish("a/c", "7")
+	check("released", map[string]string{"a/#": "1,2,3,4,5", "a/b": "4,5,6"})
+	if _, err := r.Add("+/c"); err != nil {
+		t.Fatal(err)
+	}
+	publish("a/c", "8")
+	check("added again", map[string]string{"+/c": "8", "a/b": "4,5,6"})
+}

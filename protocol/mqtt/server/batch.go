@@ -166,13 +166,13 @@ func (c *conn) storePublishes() error {
 	}
 	defer b.reset()
 	s := c.s
-	res, err := s.e.SendBatch(c.hookCtx, b.msgs, engine.AnyQueue)
+	stored, err := s.e.StoreBatch(c.hookCtx, b.msgs, engine.AnyQueue)
 	if err == nil {
 		s.msgsIn.Add(int64(len(b.msgs)))
 		return nil
 	}
 	for i, m := range b.msgs {
-		if res == nil && len(b.msgs) > 1 {
+		if !stored && len(b.msgs) > 1 {
 			_, err = s.e.Send(c.hookCtx, m)
 		}
 		if err == nil {

@@ -3,12 +3,14 @@ package server_test
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/karmanmq/karman/protocol/mqtt/packet"
+	"github.com/karmanmq/karman/protocol/mqtt/server"
 )
 
 // benchConn is a lean MQTT 5 client for the benchmarks: buffered writes,
@@ -69,7 +71,10 @@ func (c *benchConn) write(b *testing.B, p packet.Packet, flush bool) {
 // unacknowledged QoS 1 messages, each topic read by one subscriber; one
 // op is one 256 B message delivered. "persistent" subscribers have a
 // session that outlives the connection (expiry 1 h), so their offsets are
-// engine state; "clean" ones do not.
+// engine state; "clean" ones do not. QoS 0 subscribers are never skipped
+// ahead (MaxQoS0Lag is unbounded): the broker's lag rule would drop
+// messages the subscribers wait for, so qos0 measures every message
+// delivered, as the other cases do.
 func BenchmarkP2P(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
@@ -87,7 +92,7 @@ func BenchmarkP2P(b *testing.B) {
 
 func benchP2P(b *testing.B, qos byte, persist bool) {
 	const pairs, window = 4, 16
-	br := startBroker(b, "", nil)
+	br := startBroker(b, "", &server.Options{MaxQoS0Lag: math.MaxInt64})
 	payload := make([]byte, 256)
 	per := (b.N + pairs - 1) / pairs
 	var subs sync.WaitGroup
@@ -141,6 +146,9 @@ func benchP2P(b *testing.B, qos byte, persist bool) {
 	}
 	wg.Wait()
 	subs.Wait()
+	if d := br.srv.Stats().DroppedQoS0; d != 0 {
+		b.Fatalf("%d QoS 0 messages dropped", d)
+	}
 }
 
 // benchPublish sends n messages keeping at most window unacknowledged

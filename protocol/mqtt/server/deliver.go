@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/karmanmq/karman/engine"
@@ -117,7 +118,11 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 			ss.mu.Unlock()
 			continue
 		}
-		msgs := decodeRecords(&dec, res.Records)
+		// The pull's messages and their PUBLISH packets are written (or
+		// the pump ends) before the scratch goes back to the pool: nothing
+		// keeps them past this pull.
+		scratch := pullScratches.Get().(*pullScratch)
+		msgs := scratch.decode(&dec, res.Records)
 		next := res.NextOffset
 		res.Release()
 		for i := range msgs {
@@ -132,6 +137,7 @@ func (c *conn) pump(ctx context.Context, sub *subscription) {
 		if c.commitPump(&batch) != nil || c.flush() != nil {
 			return
 		}
+		scratch.put()
 		ss.mu.Lock()
 		if sub.next <= next && ss.subs[sub.raw] == sub {
 			sub.next = next
@@ -509,6 +515,49 @@ type storedMsg struct {
 	m   mapping.Message
 	off int64
 	pub packet.Publish
+}
+
+// pullScratch is room for the messages of one pull of a subscription's
+// pump, pooled: a pump holds one only from its pull until the pull's
+// packets are written, so an idle subscription holds none.
+type pullScratch struct {
+	msgs []storedMsg
+	buf  []byte
+}
+
+var pullScratches = sync.Pool{New: func() any { return new(pullScratch) }}
+
+// decode is decodeRecords into the scratch's arrays, grown as needed.
+func (s *pullScratch) decode(d *mapping.Decoder, recs [][]byte) []storedMsg {
+	n := 0
+	for _, r := range recs {
+		n += len(r) // bounds the payloads
+	}
+	if cap(s.buf) < n {
+		s.buf = make([]byte, 0, n)
+	}
+	if cap(s.msgs) < len(recs) {
+		s.msgs = make([]storedMsg, len(recs))
+	}
+	buf, msgs := s.buf[:0], s.msgs[:len(recs)]
+	i := 0
+	for _, r := range recs {
+		off, b, err := d.Decode(&msgs[i].m, r, buf)
+		if err == nil {
+			msgs[i].off, buf = off, b
+			i++
+		}
+	}
+	return msgs[:i]
+}
+
+// put hands the scratch back for another pull. Outsized arrays (a pull
+// of large messages) are left to the garbage collector.
+func (s *pullScratch) put() {
+	if cap(s.buf) > 256<<10 {
+		return
+	}
+	pullScratches.Put(s)
 }
 
 // decodeRecords decodes the stored records of a pull with d, skipping any
