@@ -16,7 +16,11 @@
 #
 # Binaries in $BIN (default ./bin: karman and karman-bench). Knobs, with
 # their defaults: ROUNDS=3 COUNT=60000 PRODUCERS=16 SIZE=1024
-# INFLIGHT=1 FLUSH=async. Ports are picked by the kernel (":0") and read
+# INFLIGHT=1 FLUSH=async PIN=0. PIN=1 runs each replica on CPU 1 and
+# everything else (the single broker, the masters, the load generator)
+# on CPU 0, as if each replica had a machine of its own: the ratios then
+# say what replication costs the master, not what the replica takes from
+# the cores it shares with it (needs taskset and 2 CPUs). Ports are picked by the kernel (":0") and read
 # from the processes' announcements. Needs awk and sort.
 set -euo pipefail
 BIN=${BIN:-./bin}
@@ -26,6 +30,9 @@ PRODUCERS=${PRODUCERS:-16}
 SIZE=${SIZE:-1024}
 INFLIGHT=${INFLIGHT:-1}
 FLUSH=${FLUSH:-async}
+PIN=${PIN:-0}
+GENPIN=()
+[ "$PIN" = 1 ] && GENPIN=(taskset -c 0)
 DIR=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -40,10 +47,16 @@ OFF=(--http-addr off --grpc-addr off --mqtt-addr off --mqtt-ws-addr off --mqtt-t
 # start NAME ARGS...: runs karman serve with data and log under $DIR/NAME
 # and waits for "karman: ready"; its pid goes to $DIR/NAME.pid.
 start() {
-  local name=$1
+  local name=$1 pin=()
   shift
+  if [ "$PIN" = 1 ]; then
+    case $name in
+    *-replica) pin=(taskset -c 1) ;;
+    *) pin=(taskset -c 0) ;;
+    esac
+  fi
   : >"$DIR/$name.log"
-  "$BIN/karman" serve --data "$DIR/$name" --flush "$FLUSH" "${OFF[@]}" --log-level info "$@" >"$DIR/$name.log" 2>&1 &
+  "${pin[@]}" "$BIN/karman" serve --data "$DIR/$name" --flush "$FLUSH" "${OFF[@]}" --log-level info "$@" >"$DIR/$name.log" 2>&1 &
   local pid=$!
   PIDS+=("$pid")
   echo "$pid" >"$DIR/$name.pid"
@@ -106,7 +119,7 @@ measure() {
   m0=$(ticks "$master")
   [ -n "$replica" ] && r0=$(ticks "$replica")
   childcpu g0
-  "$BIN/karman-bench" produce --addr "$ns" --count "$COUNT" --producers "$PRODUCERS" \
+  "${GENPIN[@]}" "$BIN/karman-bench" produce --addr "$ns" --count "$COUNT" --producers "$PRODUCERS" \
     --size "$SIZE" --inflight "$INFLIGHT" --json >"$DIR/bench.out" 2>"$DIR/bench.err" || {
     cat "$DIR/bench.err" >&2
     exit 1
@@ -124,7 +137,7 @@ measure() {
     }' "$DIR/bench.out"
 }
 
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $ROUNDS rounds of $COUNT messages of $SIZE bytes, $PRODUCERS producers, inflight $INFLIGHT, flush $FLUSH"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores, pinned: $PIN; $ROUNDS rounds of $COUNT messages of $SIZE bytes, $PRODUCERS producers, inflight $INFLIGHT, flush $FLUSH"
 SYSTEMS=(single sync async)
 for ((r = 0; r < ROUNDS; r++)); do
   for ((i = 0; i < ${#SYSTEMS[@]}; i++)); do
