@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/karmanmq/karman/engine"
@@ -66,13 +67,7 @@ func TestRouter(t *testing.T) {
 	check := func() {
 		t.Helper()
 		for f, w := range want {
-			got := ""
-			for i, b := range queueBodies(t, e, f) {
-				if i > 0 {
-					got += ","
-				}
-				got += b
-			}
+			got := strings.Join(queueBodies(t, e, f), ",")
 			if got != w {
 				t.Errorf("%s: %q, want %q", f, got, w)
 			}
@@ -141,13 +136,7 @@ func TestRouteCache(t *testing.T) {
 	check := func(stage string, want map[string]string) {
 		t.Helper()
 		for f, w := range want {
-			got := ""
-			for i, b := range queueBodies(t, e, f) {
-				if i > 0 {
-					got += ","
-				}
-				got += b
-			}
+			got := strings.Join(queueBodies(t, e, f), ",")
 			if got != w {
 				t.Errorf("%s: %s holds %q, want %q", stage, f, got, w)
 			}

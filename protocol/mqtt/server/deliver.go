@@ -539,16 +539,7 @@ func (s *pullScratch) decode(d *mapping.Decoder, recs [][]byte) []storedMsg {
 	if cap(s.msgs) < len(recs) {
 		s.msgs = make([]storedMsg, len(recs))
 	}
-	buf, msgs := s.buf[:0], s.msgs[:len(recs)]
-	i := 0
-	for _, r := range recs {
-		off, b, err := d.Decode(&msgs[i].m, r, buf)
-		if err == nil {
-			msgs[i].off, buf = off, b
-			i++
-		}
-	}
-	return msgs[:i]
+	return decodeInto(d, recs, s.buf[:0], s.msgs[:len(recs)])
 }
 
 // put hands the scratch back for another pull. Outsized arrays (a pull
@@ -569,8 +560,13 @@ func decodeRecords(d *mapping.Decoder, recs [][]byte) []storedMsg {
 	for _, r := range recs {
 		n += len(r) // bounds the payloads
 	}
-	buf := make([]byte, 0, n)
-	msgs := make([]storedMsg, len(recs))
+	return decodeInto(d, recs, make([]byte, 0, n), make([]storedMsg, len(recs)))
+}
+
+// decodeInto decodes recs into msgs (as long as recs), their payloads
+// appended to buf, skipping any that do not decode, and returns the
+// messages decoded.
+func decodeInto(d *mapping.Decoder, recs [][]byte, buf []byte, msgs []storedMsg) []storedMsg {
 	i := 0
 	for _, r := range recs {
 		off, b, err := d.Decode(&msgs[i].m, r, buf)
