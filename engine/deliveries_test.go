@@ -132,41 +132,8 @@ func TestDeliveriesPullRetryCommitDeadLetter(t *testing.T) {
 
 // A pop consumer's deliveries, its negative acknowledgement and its ack.
 func TestDeliveriesPopInvisibleAck(t *testing.T) {
-	e := openTest(t, t.TempDir(), &Options{AutoCreateGroups: true})
+	e, _, got := historyFixture(t, t.TempDir())
 	defer e.Close()
-	mustTopic(t, e, "T", 1)
-	ctx := hook.NewContext(context.Background(), &hook.Client{Protocol: "grpc", ID: "c2"})
-	sent, err := e.Send(ctx, newMsg("T", "x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.WaitDispatched(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pop := func() PoppedMessage {
-		t.Helper()
-		ps, err := e.Pop(ctx, PopOptions{Group: "G", Topic: "T", Max: 1, Invisible: time.Minute, Wait: 5 * time.Second})
-		if err != nil || len(ps) != 1 {
-			t.Fatalf("pop: %v, %d messages", err, len(ps))
-		}
-		return ps[0]
-	}
-	p := pop()
-	if _, err := e.ChangeInvisible(ctx, "G", p.Handle, 0); err != nil {
-		t.Fatal(err)
-	}
-	p = pop()
-	if err := e.Ack(ctx, "G", p.Handle); err != nil {
-		t.Fatal(err)
-	}
-	m, err := e.MessageByID(sent.MsgID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := e.Deliveries("G", m)
-	if !sameKinds(got, "pop", "invisible", "pop", "ack") {
-		t.Fatalf("history: %v\n%+v", kinds(got), got)
-	}
 	if got[0].Attempt != 1 || got[2].Attempt != 2 || got[0].Client != "c2" || got[3].Protocol != "grpc" {
 		t.Errorf("history: %+v", got)
 	}
