@@ -72,6 +72,13 @@ func (c *conn) creditConn() {
 			b.starved[c] = struct{}{}
 			b.nStarved.Add(1)
 			b.mu.Unlock()
+			// A release between the check above and the listing did
+			// not see this connection waiting: look again.
+			if b.held.Load() < b.limit {
+				c.forgetStarved()
+				c.starved.Store(false)
+				c.creditConn()
+			}
 		}
 		return
 	}
